@@ -1,0 +1,289 @@
+//! The table of settings Strata understands, under Kafka's names: each
+//! setting's type, default, validation and documentation. Topic settings
+//! name the broker setting that supplies their default (Kafka's synonyms).
+//!
+//! This module only describes settings; it holds no values.
+
+/// Kafka's `ConfigType` as reported by DescribeConfigs v3+.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigType {
+    Boolean = 1,
+    String = 2,
+    Int = 3,
+    Long = 5,
+    List = 7,
+}
+
+/// How a value is checked.
+#[derive(Debug, Clone, Copy)]
+pub enum Validator {
+    /// A 64-bit integer at least this large.
+    LongAtLeast(i64),
+    /// A 32-bit integer at least this large.
+    IntAtLeast(i32),
+    Bool,
+    /// One of these values (case-sensitive, as Kafka's).
+    OneOf(&'static [&'static str]),
+    /// A comma-separated list of these values.
+    ListOf(&'static [&'static str]),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct ConfigDef {
+    pub name: &'static str,
+    pub kind: ConfigType,
+    pub default: &'static str,
+    pub validator: Validator,
+    /// For topic settings: the broker setting that provides the default.
+    pub broker_synonym: Option<&'static str>,
+    pub doc: &'static str,
+}
+
+impl ConfigDef {
+    /// Checks `value`, returning Kafka's style of message on failure.
+    pub fn validate(&self, value: &str) -> Result<(), String> {
+        let v = value.trim();
+        match self.validator {
+            Validator::LongAtLeast(min) => match v.parse::<i64>() {
+                Ok(n) if n >= min => Ok(()),
+                Ok(_) => Err(format!(
+                    "Invalid value {value} for configuration {}: Value must be at least {min}",
+                    self.name
+                )),
+                Err(_) => Err(format!(
+                    "Invalid value {value} for configuration {}: Not a number of type LONG",
+                    self.name
+                )),
+            },
+            Validator::IntAtLeast(min) => match v.parse::<i32>() {
+                Ok(n) if n >= min => Ok(()),
+                Ok(_) => Err(format!(
+                    "Invalid value {value} for configuration {}: Value must be at least {min}",
+                    self.name
+                )),
+                Err(_) => Err(format!(
+                    "Invalid value {value} for configuration {}: Not a number of type INT",
+                    self.name
+                )),
+            },
+            Validator::Bool => match v.to_ascii_lowercase().as_str() {
+                "true" | "false" => Ok(()),
+                _ => Err(format!(
+                    "Invalid value {value} for configuration {}: Expected value to be either true or false",
+                    self.name
+                )),
+            },
+            Validator::OneOf(allowed) => {
+                if allowed.contains(&v) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "Invalid value {value} for configuration {}: String must be one of: {}",
+                        self.name,
+                        allowed.join(", ")
+                    ))
+                }
+            }
+            Validator::ListOf(allowed) => {
+                let items: Vec<&str> = v.split(',').map(str::trim).collect();
+                match items.iter().find(|i| !allowed.contains(i)) {
+                    None if !v.is_empty() => Ok(()),
+                    _ => Err(format!(
+                        "Invalid value {value} for configuration {}: supported values are {}",
+                        self.name,
+                        allowed.join(", ")
+                    )),
+                }
+            }
+        }
+    }
+}
+
+const DAY_7_MS: &str = "604800000";
+
+/// Topic-level settings (DescribeConfigs on a topic lists exactly these).
+pub const TOPIC_CONFIGS: &[ConfigDef] = &[
+    ConfigDef {
+        name: "cleanup.policy",
+        kind: ConfigType::List,
+        default: "delete",
+        // Compaction is not built yet; accepting `compact` would silently
+        // keep everything, so it is refused with a clear message.
+        validator: Validator::ListOf(&["delete"]),
+        broker_synonym: Some("log.cleanup.policy"),
+        doc: "Retention policy for old segments. Only \"delete\" is supported so far.",
+    },
+    ConfigDef {
+        name: "compression.type",
+        kind: ConfigType::String,
+        default: "producer",
+        validator: Validator::OneOf(&["producer"]),
+        broker_synonym: Some("compression.type"),
+        doc: "Strata stores batches exactly as the producer compressed them (\"producer\").",
+    },
+    ConfigDef {
+        name: "index.interval.bytes",
+        kind: ConfigType::Int,
+        default: "4096",
+        validator: Validator::IntAtLeast(0),
+        broker_synonym: Some("log.index.interval.bytes"),
+        doc: "Bytes of log between two entries of the offset index.",
+    },
+    ConfigDef {
+        name: "max.message.bytes",
+        kind: ConfigType::Int,
+        default: "1048588",
+        validator: Validator::IntAtLeast(0),
+        broker_synonym: Some("message.max.bytes"),
+        doc: "Largest record batch size allowed, in bytes.",
+    },
+    ConfigDef {
+        name: "message.timestamp.type",
+        kind: ConfigType::String,
+        default: "CreateTime",
+        validator: Validator::OneOf(&["CreateTime", "LogAppendTime"]),
+        broker_synonym: Some("log.message.timestamp.type"),
+        doc: "Whether record timestamps are the producer's (CreateTime) or the broker's (LogAppendTime).",
+    },
+    ConfigDef {
+        name: "min.insync.replicas",
+        kind: ConfigType::Int,
+        default: "1",
+        validator: Validator::IntAtLeast(1),
+        broker_synonym: Some("min.insync.replicas"),
+        doc: "Replicas that must acknowledge an acks=all write; a single broker has one.",
+    },
+    ConfigDef {
+        name: "retention.bytes",
+        kind: ConfigType::Long,
+        default: "-1",
+        validator: Validator::LongAtLeast(-1),
+        broker_synonym: Some("log.retention.bytes"),
+        doc: "Maximum size of a partition before old segments are deleted (-1: no limit).",
+    },
+    ConfigDef {
+        name: "retention.ms",
+        kind: ConfigType::Long,
+        default: DAY_7_MS,
+        validator: Validator::LongAtLeast(-1),
+        broker_synonym: Some("log.retention.ms"),
+        doc: "Maximum age of a segment's newest record before the segment is deleted (-1: no limit).",
+    },
+    ConfigDef {
+        name: "segment.bytes",
+        kind: ConfigType::Int,
+        default: "1073741824",
+        validator: Validator::IntAtLeast(14),
+        broker_synonym: Some("log.segment.bytes"),
+        doc: "Size at which the active segment is rolled.",
+    },
+    ConfigDef {
+        name: "segment.index.bytes",
+        kind: ConfigType::Int,
+        default: "10485760",
+        validator: Validator::IntAtLeast(4),
+        broker_synonym: Some("log.index.size.max.bytes"),
+        doc: "Maximum size of a segment's offset index; a full index rolls the segment.",
+    },
+    ConfigDef {
+        name: "segment.ms",
+        kind: ConfigType::Long,
+        default: DAY_7_MS,
+        validator: Validator::LongAtLeast(1),
+        broker_synonym: Some("log.roll.ms"),
+        doc: "Age after which the active segment is rolled even if not full.",
+    },
+];
+
+/// Broker-level settings (`--set`, the TOML file, DescribeConfigs on the broker).
+pub const BROKER_CONFIGS: &[ConfigDef] = &[
+    broker("node.id", ConfigType::Int, "0", Validator::IntAtLeast(0), "This broker's id."),
+    broker("num.partitions", ConfigType::Int, "1", Validator::IntAtLeast(1), "Partitions of an auto-created topic or one created with -1 partitions."),
+    broker("default.replication.factor", ConfigType::Int, "1", Validator::IntAtLeast(1), "Replication factor of auto-created topics; a single broker supports 1."),
+    broker("auto.create.topics.enable", ConfigType::Boolean, "true", Validator::Bool, "Create a topic when a client asks for its metadata."),
+    broker("delete.topic.enable", ConfigType::Boolean, "true", Validator::Bool, "Allow DeleteTopics."),
+    broker("socket.request.max.bytes", ConfigType::Int, "104857600", Validator::IntAtLeast(1024), "Largest request frame accepted; a larger one closes the connection."),
+    broker("log.retention.check.interval.ms", ConfigType::Long, "300000", Validator::LongAtLeast(1), "How often retention is enforced."),
+    broker("log.flush.offset.checkpoint.interval.ms", ConfigType::Int, "60000", Validator::IntAtLeast(1), "How often the recovery-point checkpoint is written."),
+    broker("log.retention.hours", ConfigType::Int, "168", Validator::IntAtLeast(-1), "Retention in hours (used when log.retention.ms and log.retention.minutes are unset)."),
+    broker("log.retention.minutes", ConfigType::Int, "", Validator::IntAtLeast(-1), "Retention in minutes (used when log.retention.ms is unset)."),
+    broker("log.roll.hours", ConfigType::Int, "168", Validator::IntAtLeast(1), "Segment roll age in hours (used when log.roll.ms is unset)."),
+    synonym("log.cleanup.policy", 0),
+    synonym("compression.type", 1),
+    synonym("log.index.interval.bytes", 2),
+    synonym("message.max.bytes", 3),
+    synonym("log.message.timestamp.type", 4),
+    synonym("min.insync.replicas", 5),
+    synonym("log.retention.bytes", 6),
+    synonym("log.retention.ms", 7),
+    synonym("log.segment.bytes", 8),
+    synonym("log.index.size.max.bytes", 9),
+    synonym("log.roll.ms", 10),
+];
+
+const fn broker(
+    name: &'static str,
+    kind: ConfigType,
+    default: &'static str,
+    validator: Validator,
+    doc: &'static str,
+) -> ConfigDef {
+    ConfigDef {
+        name,
+        kind,
+        default,
+        validator,
+        broker_synonym: None,
+        doc,
+    }
+}
+
+/// The broker-level default of a topic setting, with the topic setting's
+/// type, default and validation.
+const fn synonym(name: &'static str, topic_index: usize) -> ConfigDef {
+    let t = TOPIC_CONFIGS[topic_index];
+    ConfigDef {
+        name,
+        kind: t.kind,
+        default: t.default,
+        validator: t.validator,
+        broker_synonym: None,
+        doc: t.doc,
+    }
+}
+
+pub fn topic_def(name: &str) -> Option<&'static ConfigDef> {
+    TOPIC_CONFIGS.iter().find(|d| d.name == name)
+}
+
+pub fn broker_def(name: &str) -> Option<&'static ConfigDef> {
+    BROKER_CONFIGS.iter().find(|d| d.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synonyms_point_at_matching_topic_settings() {
+        for t in TOPIC_CONFIGS {
+            let b = broker_def(t.broker_synonym.unwrap()).unwrap();
+            assert_eq!(b.default, t.default, "{}", t.name);
+        }
+    }
+
+    #[test]
+    fn validation_messages() {
+        let d = topic_def("retention.ms").unwrap();
+        assert!(d.validate("1000").is_ok());
+        assert!(d.validate("-1").is_ok());
+        assert!(d.validate("-5").unwrap_err().contains("at least -1"));
+        assert!(d.validate("abc").unwrap_err().contains("LONG"));
+        let p = topic_def("cleanup.policy").unwrap();
+        assert!(p.validate("delete").is_ok());
+        assert!(p.validate("compact").is_err());
+        let t = topic_def("message.timestamp.type").unwrap();
+        assert!(t.validate("LogAppendTime").is_ok());
+        assert!(t.validate("Whenever").is_err());
+    }
+}

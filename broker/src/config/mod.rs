@@ -1,0 +1,294 @@
+//! Broker and topic configuration under Kafka's setting names.
+//!
+//! `BrokerConfig` holds the values an operator set (TOML file, then `--set`);
+//! `TopicConfig` is a topic's effective, typed configuration: its overrides,
+//! else the broker's synonym, else the default. This module parses and
+//! validates; it never reads or writes topic state on disk.
+
+pub mod defs;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use thiserror::Error;
+
+pub use defs::{broker_def, topic_def, ConfigDef, ConfigType, BROKER_CONFIGS, TOPIC_CONFIGS};
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("unknown setting `{0}`")]
+    Unknown(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("cannot read config file {path}: {message}")]
+    File { path: String, message: String },
+}
+
+/// Where an effective value came from (Kafka's `ConfigSource`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigSource {
+    TopicConfig = 1,
+    StaticBrokerConfig = 4,
+    DefaultConfig = 5,
+}
+
+/// Values the operator set for the broker.
+#[derive(Debug, Clone, Default)]
+pub struct BrokerConfig {
+    explicit: BTreeMap<String, String>,
+}
+
+impl BrokerConfig {
+    /// Builds the config from an optional TOML file and `NAME=VALUE` pairs
+    /// (later ones win). Unknown names and invalid values are errors.
+    pub fn load(file: Option<&Path>, sets: &[String]) -> Result<Self, ConfigError> {
+        let mut cfg = BrokerConfig::default();
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
+            let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::File {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
+            let mut flat = BTreeMap::new();
+            flatten("", &toml::Value::Table(table), &mut flat);
+            for (k, v) in flat {
+                cfg.set(&k, &v)?;
+            }
+        }
+        for s in sets {
+            let (k, v) = s.split_once('=').ok_or_else(|| {
+                ConfigError::Invalid(format!("--set expects NAME=VALUE, got `{s}`"))
+            })?;
+            cfg.set(k.trim(), v.trim())?;
+        }
+        Ok(cfg)
+    }
+
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        let def = broker_def(name).ok_or_else(|| ConfigError::Unknown(name.to_string()))?;
+        def.validate(value).map_err(ConfigError::Invalid)?;
+        self.explicit.insert(name.to_string(), value.trim().to_string());
+        Ok(())
+    }
+
+    /// The value the operator set, if any.
+    pub fn explicit(&self, name: &str) -> Option<&str> {
+        self.explicit.get(name).map(String::as_str)
+    }
+
+    /// Effective value of a broker setting, with Kafka's hour/minute
+    /// fallbacks for `log.retention.ms` and `log.roll.ms`.
+    pub fn value(&self, name: &str) -> String {
+        if let Some(v) = self.explicit(name) {
+            return v.to_string();
+        }
+        match name {
+            "log.retention.ms" => {
+                if let Some(m) = self.explicit("log.retention.minutes") {
+                    return scale(m, 60_000);
+                }
+                if let Some(h) = self.explicit("log.retention.hours") {
+                    return scale(h, 3_600_000);
+                }
+            }
+            "log.roll.ms" => {
+                if let Some(h) = self.explicit("log.roll.hours") {
+                    return scale(h, 3_600_000);
+                }
+            }
+            _ => {}
+        }
+        broker_def(name).map(|d| d.default.to_string()).unwrap_or_default()
+    }
+
+    /// Whether the operator set this setting (directly or by a fallback).
+    pub fn is_explicit(&self, name: &str) -> bool {
+        self.explicit(name).is_some()
+            || (name == "log.retention.ms"
+                && (self.explicit("log.retention.minutes").is_some()
+                    || self.explicit("log.retention.hours").is_some()))
+            || (name == "log.roll.ms" && self.explicit("log.roll.hours").is_some())
+    }
+
+    pub fn i64(&self, name: &str) -> i64 {
+        self.value(name).parse().unwrap_or(0)
+    }
+
+    pub fn i32(&self, name: &str) -> i32 {
+        self.value(name).parse().unwrap_or(0)
+    }
+
+    pub fn bool(&self, name: &str) -> bool {
+        self.value(name).eq_ignore_ascii_case("true")
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.i32("node.id")
+    }
+}
+
+fn scale(v: &str, factor: i64) -> String {
+    match v.parse::<i64>() {
+        Ok(n) if n < 0 => "-1".to_string(),
+        Ok(n) => n.saturating_mul(factor).to_string(),
+        Err(_) => v.to_string(),
+    }
+}
+
+fn flatten(prefix: &str, v: &toml::Value, out: &mut BTreeMap<String, String>) {
+    match v {
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&key, v, out);
+            }
+        }
+        toml::Value::String(s) => {
+            out.insert(prefix.to_string(), s.clone());
+        }
+        toml::Value::Array(a) => {
+            let items: Vec<String> = a
+                .iter()
+                .map(|i| match i {
+                    toml::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect();
+            out.insert(prefix.to_string(), items.join(","));
+        }
+        other => {
+            out.insert(prefix.to_string(), other.to_string());
+        }
+    }
+}
+
+/// `message.timestamp.type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimestampType {
+    CreateTime,
+    LogAppendTime,
+}
+
+/// A topic's effective configuration, typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicConfig {
+    pub index_interval_bytes: u64,
+    pub max_message_bytes: usize,
+    pub message_timestamp_type: TimestampType,
+    pub min_insync_replicas: i32,
+    pub retention_bytes: i64,
+    pub retention_ms: i64,
+    pub segment_bytes: u64,
+    pub segment_index_bytes: usize,
+    pub segment_ms: i64,
+}
+
+impl TopicConfig {
+    /// Resolves overrides over broker values over defaults. Overrides must
+    /// already be validated (see [`validate_overrides`]).
+    pub fn resolve(broker: &BrokerConfig, overrides: &BTreeMap<String, String>) -> Self {
+        let get = |name: &str| -> String { effective(broker, overrides, name).0 };
+        let num = |name: &str| -> i64 { get(name).trim().parse().unwrap_or(0) };
+        TopicConfig {
+            index_interval_bytes: num("index.interval.bytes").max(0) as u64,
+            max_message_bytes: num("max.message.bytes").max(0) as usize,
+            message_timestamp_type: if get("message.timestamp.type") == "LogAppendTime" {
+                TimestampType::LogAppendTime
+            } else {
+                TimestampType::CreateTime
+            },
+            min_insync_replicas: num("min.insync.replicas") as i32,
+            retention_bytes: num("retention.bytes"),
+            retention_ms: num("retention.ms"),
+            segment_bytes: num("segment.bytes").max(14) as u64,
+            segment_index_bytes: num("segment.index.bytes").max(4) as usize,
+            segment_ms: num("segment.ms").max(1),
+        }
+    }
+}
+
+/// Effective value and source of one topic setting.
+pub fn effective(
+    broker: &BrokerConfig,
+    overrides: &BTreeMap<String, String>,
+    name: &str,
+) -> (String, ConfigSource) {
+    if let Some(v) = overrides.get(name) {
+        return (v.clone(), ConfigSource::TopicConfig);
+    }
+    let def = topic_def(name);
+    if let Some(syn) = def.and_then(|d| d.broker_synonym) {
+        if broker.is_explicit(syn) {
+            return (broker.value(syn), ConfigSource::StaticBrokerConfig);
+        }
+    }
+    (
+        def.map(|d| d.default.to_string()).unwrap_or_default(),
+        ConfigSource::DefaultConfig,
+    )
+}
+
+/// Checks topic overrides: known names, valid values. The error message
+/// names the offending setting.
+pub fn validate_overrides(overrides: &BTreeMap<String, String>) -> Result<(), String> {
+    for (k, v) in overrides {
+        let def = topic_def(k).ok_or_else(|| format!("Unknown topic config name: {k}"))?;
+        def.validate(v)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn precedence_override_broker_default() {
+        let broker = BrokerConfig::load(None, &["log.retention.hours=1".into()]).unwrap();
+        let mut o = BTreeMap::new();
+        assert_eq!(
+            effective(&broker, &o, "retention.ms"),
+            ("3600000".into(), ConfigSource::StaticBrokerConfig)
+        );
+        assert_eq!(
+            effective(&broker, &o, "segment.bytes"),
+            ("1073741824".into(), ConfigSource::DefaultConfig)
+        );
+        o.insert("retention.ms".into(), "5".into());
+        assert_eq!(TopicConfig::resolve(&broker, &o).retention_ms, 5);
+    }
+
+    #[test]
+    fn rejects_unknown_and_invalid() {
+        assert!(matches!(
+            BrokerConfig::load(None, &["no.such.thing=1".into()]),
+            Err(ConfigError::Unknown(_))
+        ));
+        assert!(BrokerConfig::load(None, &["num.partitions=zero".into()]).is_err());
+        let mut o = BTreeMap::new();
+        o.insert("retention.ms".into(), "x".into());
+        assert!(validate_overrides(&o).is_err());
+    }
+
+    #[test]
+    fn toml_dotted_keys_flatten() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("strata.toml");
+        std::fs::write(
+            &p,
+            "num.partitions = 6\n\"log.segment.bytes\" = 1048576\n[log.retention]\nms = 1000\n",
+        )
+        .unwrap();
+        let c = BrokerConfig::load(Some(&p), &["num.partitions=3".into()]).unwrap();
+        assert_eq!(c.i32("num.partitions"), 3);
+        assert_eq!(c.i64("log.segment.bytes"), 1_048_576);
+        assert_eq!(c.i64("log.retention.ms"), 1000);
+    }
+}

@@ -1,0 +1,6 @@
+//! Strata's broker: the Kafka protocol server, request handlers, the
+//! partition log and the topic registry. It depends on `catalog`, `tiering`
+//! and `prefetch`; nothing depends on it.
+
+pub mod config;
+pub mod log;

@@ -1,0 +1,87 @@
+//! Offset checkpoint files in Kafka's text format (`recovery-point-offset-
+//! checkpoint`, `log-start-offset-checkpoint`): a version line, a count line,
+//! then `topic partition offset` lines. Written atomically (temp file,
+//! fsync, rename, fsync directory). Knows nothing about logs.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{self, Write};
+use std::path::Path;
+
+pub type Offsets = HashMap<(String, i32), i64>;
+
+pub fn read(path: &Path) -> io::Result<Offsets> {
+    let text = match fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Offsets::new()),
+        Err(e) => return Err(e),
+    };
+    let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {what}", path.display()));
+    let mut lines = text.lines();
+    if lines.next() != Some("0") {
+        return Err(bad("unsupported checkpoint version"));
+    }
+    let count: usize = lines
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .ok_or_else(|| bad("missing entry count"))?;
+    let mut out = Offsets::with_capacity(count);
+    for line in lines.take(count) {
+        let mut parts = line.rsplitn(3, ' ');
+        let (Some(off), Some(part), Some(topic)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(bad("malformed entry"));
+        };
+        let off: i64 = off.parse().map_err(|_| bad("malformed offset"))?;
+        let part: i32 = part.parse().map_err(|_| bad("malformed partition"))?;
+        out.insert((topic.to_string(), part), off);
+    }
+    if out.len() != count {
+        return Err(bad("entry count mismatch"));
+    }
+    Ok(out)
+}
+
+pub fn write(path: &Path, offsets: &Offsets) -> io::Result<()> {
+    let mut entries: Vec<_> = offsets.iter().collect();
+    entries.sort();
+    let mut text = format!("0\n{}\n", entries.len());
+    for ((topic, partition), offset) in entries {
+        text.push_str(&format!("{topic} {partition} {offset}\n"));
+    }
+    write_atomically(path, text.as_bytes())
+}
+
+/// Replaces `path` with `bytes` so that a crash leaves either the old or
+/// the new content.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent() {
+        fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("recovery-point-offset-checkpoint");
+        let mut o = Offsets::new();
+        o.insert(("orders".into(), 0), 10);
+        o.insert(("a-b".into(), 11), 7);
+        write(&p, &o).unwrap();
+        assert_eq!(read(&p).unwrap(), o);
+        assert!(read(&dir.path().join("none")).unwrap().is_empty());
+        fs::write(&p, "0\n2\nx 0 1\n").unwrap();
+        assert!(read(&p).is_err());
+    }
+}

@@ -1,0 +1,10 @@
+//! The partition log: Kafka's on-disk layout of segments, indexes and
+//! checkpoints, owned per partition by [`PartitionLog`].
+
+pub mod batch;
+pub mod checkpoint;
+pub mod index;
+pub mod partition_log;
+pub mod segment;
+
+pub use partition_log::{AppendInfo, LogError, PartitionLog, ReadResult, SharedConfig};

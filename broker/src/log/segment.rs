@@ -1,0 +1,663 @@
+//! `LogSegment`: one `.log` file of record batches plus its `.index` and
+//! `.timeindex`, named by the base offset in 20 digits as Kafka does.
+//!
+//! A segment owns its files and their recovery (CRC scan, torn-tail
+//! truncation, index rebuild). It never decides when to roll or delete: that
+//! is the partition log's job. Mutation happens under the partition's lock;
+//! reads go through a [`SegmentSlice`] that holds the file open, so a segment
+//! deleted by retention stays readable for a fetch already in progress.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufReader, Read};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::batch::{self, BatchError, BatchHeader, HEADER_LEN, LOG_OVERHEAD};
+use super::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
+
+pub const LOG_SUFFIX: &str = ".log";
+pub const INDEX_SUFFIX: &str = ".index";
+pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
+
+/// File name stem for a segment: the base offset in 20 digits.
+pub fn file_stem(base_offset: i64) -> String {
+    format!("{base_offset:020}")
+}
+
+/// Settings a segment needs from the topic config.
+#[derive(Debug, Clone, Copy)]
+pub struct SegmentSettings {
+    pub index_interval_bytes: u64,
+    pub max_index_bytes: usize,
+}
+
+/// What recovery found in a segment.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RecoveryReport {
+    pub valid_batches: usize,
+    /// Bytes cut from the end because they were not a complete valid batch.
+    pub truncated_bytes: u64,
+    pub stopped_by: Option<String>,
+}
+
+#[derive(Debug)]
+pub struct LogSegment {
+    base_offset: i64,
+    dir: PathBuf,
+    file: Arc<File>,
+    size: u64,
+    next_offset: i64,
+    max_timestamp: i64,
+    offset_of_max_timestamp: i64,
+    index: OffsetIndex,
+    time_index: TimeIndex,
+    bytes_since_last_index: u64,
+    settings: SegmentSettings,
+    /// Wall-clock ms when the segment received its first batch (for `segment.ms`).
+    first_append_ms: Option<i64>,
+}
+
+impl LogSegment {
+    fn paths(dir: &Path, base_offset: i64) -> (PathBuf, PathBuf, PathBuf) {
+        let stem = file_stem(base_offset);
+        (
+            dir.join(format!("{stem}{LOG_SUFFIX}")),
+            dir.join(format!("{stem}{INDEX_SUFFIX}")),
+            dir.join(format!("{stem}{TIME_INDEX_SUFFIX}")),
+        )
+    }
+
+    fn open_log_file(path: &Path, create: bool) -> io::Result<File> {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create)
+            .truncate(false)
+            .open(path)
+    }
+
+    /// Creates a new, empty segment.
+    pub fn create(dir: &Path, base_offset: i64, settings: SegmentSettings) -> io::Result<Self> {
+        let (log, idx, tidx) = Self::paths(dir, base_offset);
+        let file = Self::open_log_file(&log, true)?;
+        file.set_len(0)?;
+        Ok(Self {
+            base_offset,
+            dir: dir.to_path_buf(),
+            file: Arc::new(file),
+            size: 0,
+            next_offset: base_offset,
+            max_timestamp: -1,
+            offset_of_max_timestamp: base_offset,
+            index: OffsetIndex::create(&idx, settings.max_index_bytes)?,
+            time_index: TimeIndex::create(&tidx, settings.max_index_bytes)?,
+            bytes_since_last_index: 0,
+            settings,
+            first_append_ms: None,
+        })
+    }
+
+    /// Opens an existing segment. With `recover`, every batch is checked by
+    /// CRC, a torn or corrupt tail is truncated and both indexes are rebuilt.
+    /// Without it, the indexes are loaded (rebuilt if missing or invalid)
+    /// and only the tail after the last offset-index entry is scanned.
+    pub fn open(
+        dir: &Path,
+        base_offset: i64,
+        settings: SegmentSettings,
+        recover: bool,
+    ) -> io::Result<(Self, RecoveryReport)> {
+        let (log, idx_path, tidx_path) = Self::paths(dir, base_offset);
+        let file = Self::open_log_file(&log, false)?;
+        let file_len = file.metadata()?.len();
+        if !recover {
+            let index = OffsetIndex::load(&idx_path, settings.max_index_bytes, |e| {
+                (e.position as u64) < file_len
+            })?;
+            let time_index = TimeIndex::load(&tidx_path, settings.max_index_bytes, |_| true)?;
+            if let (Some(index), Some(time_index)) = (index, time_index) {
+                let mut seg = Self::with_parts(
+                    dir,
+                    base_offset,
+                    Arc::new(file),
+                    file_len,
+                    index,
+                    time_index,
+                    settings,
+                );
+                if seg.load_tail()? {
+                    return Ok((seg, RecoveryReport::default()));
+                }
+                // The tail was not clean after all: fall through to recovery.
+                return Self::recover_file(dir, base_offset, seg.file, settings);
+            }
+        }
+        Self::recover_file(dir, base_offset, Arc::new(file), settings)
+    }
+
+    fn with_parts(
+        dir: &Path,
+        base_offset: i64,
+        file: Arc<File>,
+        size: u64,
+        index: OffsetIndex,
+        time_index: TimeIndex,
+        settings: SegmentSettings,
+    ) -> Self {
+        Self {
+            base_offset,
+            dir: dir.to_path_buf(),
+            file,
+            size,
+            next_offset: base_offset,
+            max_timestamp: -1,
+            offset_of_max_timestamp: base_offset,
+            index,
+            time_index,
+            bytes_since_last_index: 0,
+            settings,
+            first_append_ms: None,
+        }
+    }
+
+    /// After loading valid indexes: scans from the last indexed batch to the
+    /// end to learn the next offset and max timestamp. Returns false if the
+    /// file does not end on a batch boundary.
+    fn load_tail(&mut self) -> io::Result<bool> {
+        if let Some(t) = self.time_index.last() {
+            self.max_timestamp = t.timestamp;
+            self.offset_of_max_timestamp = self.base_offset + t.relative_offset as i64;
+        }
+        let start = self.index.last().map(|e| e.position as u64).unwrap_or(0);
+        let mut last_next = None;
+        let mut max_ts = (self.max_timestamp, self.offset_of_max_timestamp);
+        let (end, stop) = scan_file(&self.file, start, self.size, false, |_, h| {
+            last_next = Some(h.next_offset());
+            if h.max_timestamp > max_ts.0 {
+                max_ts = (h.max_timestamp, h.base_offset);
+            }
+            true
+        })?;
+        if end != self.size || stop.is_some() {
+            return Ok(false);
+        }
+        if let Some(n) = last_next {
+            self.next_offset = n;
+        } else if let Some(e) = self.index.last() {
+            // The last indexed batch must have been scanned.
+            let _ = e;
+            return Ok(false);
+        }
+        self.max_timestamp = max_ts.0;
+        self.offset_of_max_timestamp = max_ts.1;
+        self.bytes_since_last_index = end - start;
+        Ok(true)
+    }
+
+    /// Full recovery: CRC-checks every batch, truncates at the first invalid
+    /// byte, rebuilds both indexes from scratch.
+    fn recover_file(
+        dir: &Path,
+        base_offset: i64,
+        file: Arc<File>,
+        settings: SegmentSettings,
+    ) -> io::Result<(Self, RecoveryReport)> {
+        let (_, idx_path, tidx_path) = Self::paths(dir, base_offset);
+        let file_len = file.metadata()?.len();
+        let index = OffsetIndex::create(&idx_path, settings.max_index_bytes)?;
+        let time_index = TimeIndex::create(&tidx_path, settings.max_index_bytes)?;
+        let mut seg = Self::with_parts(dir, base_offset, file, 0, index, time_index, settings);
+        let file = seg.file.clone();
+        let mut valid = 0usize;
+        let mut expected_next = base_offset;
+        let mut out_of_order = None;
+        let (end, stop) = scan_file(&file, 0, file_len, true, |pos, h| {
+            if h.base_offset < expected_next {
+                out_of_order = Some(format!(
+                    "batch at position {pos} has base offset {} below expected {expected_next}",
+                    h.base_offset
+                ));
+                return false;
+            }
+            expected_next = h.next_offset();
+            seg.track_batch(pos, h);
+            valid += 1;
+            true
+        })?;
+        let truncated = file_len - end;
+        if truncated > 0 {
+            file.set_len(end)?;
+            file.sync_all()?;
+        }
+        seg.index.persist(true)?;
+        seg.time_index.persist(true)?;
+        let stopped_by = out_of_order.or_else(|| stop.map(|e| e.to_string()));
+        Ok((
+            seg,
+            RecoveryReport {
+                valid_batches: valid,
+                truncated_bytes: truncated,
+                stopped_by: if truncated > 0 { stopped_by } else { None },
+            },
+        ))
+    }
+
+    /// Updates size, next offset, timestamps and indexes for a batch that is
+    /// now at `position` in the file.
+    fn track_batch(&mut self, position: u64, h: &BatchHeader) {
+        if self.bytes_since_last_index >= self.settings.index_interval_bytes {
+            let rel = (h.base_offset - self.base_offset) as u32;
+            self.index.append(OffsetPosition {
+                relative_offset: rel,
+                position: position as u32,
+            });
+            if self.max_timestamp >= 0
+                && self.time_index.last().is_none_or(|t| self.max_timestamp > t.timestamp)
+            {
+                self.time_index.append(TimestampOffset {
+                    timestamp: self.max_timestamp,
+                    relative_offset: (self.offset_of_max_timestamp - self.base_offset) as u32,
+                });
+            }
+            self.bytes_since_last_index = 0;
+        }
+        if h.max_timestamp > self.max_timestamp {
+            self.max_timestamp = h.max_timestamp;
+            self.offset_of_max_timestamp = h.base_offset;
+        }
+        self.size = position + h.size as u64;
+        self.next_offset = h.next_offset();
+        self.bytes_since_last_index += h.size as u64;
+    }
+
+    /// Appends one batch whose base offset has already been assigned.
+    pub fn append(&mut self, bytes: &[u8], header: &BatchHeader, now_ms: i64) -> io::Result<()> {
+        let position = self.size;
+        self.file.write_all_at(bytes, position)?;
+        if self.first_append_ms.is_none() {
+            self.first_append_ms = Some(now_ms);
+        }
+        self.track_batch(position, header);
+        Ok(())
+    }
+
+    /// Whether appending `batch_size` more bytes ending at `last_offset`
+    /// requires rolling to a new segment first.
+    pub fn should_roll(
+        &self,
+        batch_size: u64,
+        last_offset: i64,
+        segment_bytes: u64,
+        segment_ms: i64,
+        now_ms: i64,
+    ) -> bool {
+        if self.size == 0 {
+            return false;
+        }
+        self.size + batch_size > segment_bytes
+            || self.first_append_ms.is_some_and(|t| now_ms - t >= segment_ms)
+            || self.index.is_full()
+            || self.time_index.is_full()
+            || last_offset - self.base_offset > u32::MAX as i64
+            || self.size + batch_size > u32::MAX as u64
+    }
+
+    /// Seals the segment: records the final max timestamp in the time index
+    /// and makes the log and both indexes durable.
+    pub fn seal(&mut self) -> io::Result<()> {
+        if self.max_timestamp >= 0
+            && self.time_index.last().is_none_or(|t| self.max_timestamp > t.timestamp)
+        {
+            self.time_index.append(TimestampOffset {
+                timestamp: self.max_timestamp,
+                relative_offset: (self.offset_of_max_timestamp - self.base_offset) as u32,
+            });
+        }
+        self.file.sync_data()?;
+        self.index.persist(true)?;
+        self.time_index.persist(true)
+    }
+
+    /// Writes pending index entries (without fsync; indexes are rebuilt by
+    /// recovery if they are behind the log).
+    pub fn persist_indexes(&mut self) -> io::Result<()> {
+        self.index.persist(false)?;
+        self.time_index.persist(false)
+    }
+
+    /// Deletes the segment's files. Open readers keep working.
+    pub fn delete_files(&self) -> io::Result<()> {
+        let (log, idx, tidx) = Self::paths(&self.dir, self.base_offset);
+        for p in [log, idx, tidx] {
+            match fs::remove_file(&p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+    pub fn next_offset(&self) -> i64 {
+        self.next_offset
+    }
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+    pub fn max_timestamp(&self) -> i64 {
+        self.max_timestamp
+    }
+    pub fn file(&self) -> &Arc<File> {
+        &self.file
+    }
+    pub fn log_path(&self) -> PathBuf {
+        Self::paths(&self.dir, self.base_offset).0
+    }
+    pub fn offset_index(&self) -> &OffsetIndex {
+        &self.index
+    }
+    pub fn time_index(&self) -> &TimeIndex {
+        &self.time_index
+    }
+
+    /// File position to start scanning from to find `offset`.
+    pub fn position_hint(&self, offset: i64) -> u64 {
+        self.index
+            .floor(offset - self.base_offset)
+            .map(|e| e.position as u64)
+            .unwrap_or(0)
+    }
+
+    /// File position to start scanning from to find the first batch with a
+    /// timestamp `>= timestamp`.
+    pub fn position_for_timestamp(&self, timestamp: i64) -> u64 {
+        match self.time_index.floor(timestamp.saturating_sub(1)) {
+            Some(e) => self.position_hint(self.base_offset + e.relative_offset as i64),
+            None => 0,
+        }
+    }
+
+    /// A read handle on the bytes currently in the segment.
+    pub fn slice(&self) -> SegmentSlice {
+        SegmentSlice {
+            file: self.file.clone(),
+            end: self.size,
+        }
+    }
+}
+
+/// A read-only view of a segment's bytes `[0, end)`, valid even after the
+/// segment's files are deleted.
+#[derive(Debug, Clone)]
+pub struct SegmentSlice {
+    pub file: Arc<File>,
+    pub end: u64,
+}
+
+impl SegmentSlice {
+    /// Reads the header of the batch at `position`.
+    pub fn header_at(&self, position: u64) -> io::Result<Option<BatchHeader>> {
+        if position + HEADER_LEN as u64 > self.end {
+            return Ok(None);
+        }
+        let mut buf = [0u8; HEADER_LEN];
+        self.file.read_exact_at(&mut buf, position)?;
+        match BatchHeader::parse_header_only(&buf) {
+            Ok(h) if position + h.size as u64 <= self.end => Ok(Some(h)),
+            _ => Ok(None),
+        }
+    }
+
+    /// From `position`, skips batches that end before `offset`; returns the
+    /// position and header of the first batch with last offset >= `offset`.
+    pub fn seek(&self, mut position: u64, offset: i64) -> io::Result<Option<(u64, BatchHeader)>> {
+        while let Some(h) = self.header_at(position)? {
+            if h.last_offset() >= offset {
+                return Ok(Some((position, h)));
+            }
+            position += h.size as u64;
+        }
+        Ok(None)
+    }
+
+    /// From `position`, the first batch whose max timestamp is `>= ts`.
+    pub fn seek_timestamp(&self, mut position: u64, ts: i64) -> io::Result<Option<(u64, BatchHeader)>> {
+        while let Some(h) = self.header_at(position)? {
+            if h.max_timestamp >= ts {
+                return Ok(Some((position, h)));
+            }
+            position += h.size as u64;
+        }
+        Ok(None)
+    }
+
+    pub fn read(&self, position: u64, len: usize) -> io::Result<Vec<u8>> {
+        let len = len.min(self.end.saturating_sub(position) as usize);
+        let mut buf = vec![0u8; len];
+        self.file.read_exact_at(&mut buf, position)?;
+        Ok(buf)
+    }
+}
+
+/// Scans batches sequentially in `[from, end)`. `on_batch` returns false to
+/// stop. Returns the position after the last accepted batch and, if the scan
+/// stopped before `end` on invalid bytes, why.
+fn scan_file(
+    file: &File,
+    from: u64,
+    end: u64,
+    verify_crc: bool,
+    mut on_batch: impl FnMut(u64, &BatchHeader) -> bool,
+) -> io::Result<(u64, Option<BatchError>)> {
+    let mut reader = BufReader::with_capacity(1 << 20, ReadAt { file, pos: from, end });
+    let mut pos = from;
+    let mut buf = Vec::with_capacity(64 * 1024);
+    while pos < end {
+        let remaining = end - pos;
+        if remaining < LOG_OVERHEAD as u64 {
+            return Ok((pos, Some(BatchError::Truncated { needed: LOG_OVERHEAD, available: remaining as usize })));
+        }
+        buf.resize(LOG_OVERHEAD, 0);
+        reader.read_exact(&mut buf[..LOG_OVERHEAD])?;
+        let length = i32::from_be_bytes([buf[8], buf[9], buf[10], buf[11]]);
+        if length < (HEADER_LEN - LOG_OVERHEAD) as i32 {
+            return Ok((pos, Some(BatchError::InvalidLength(length))));
+        }
+        let size = LOG_OVERHEAD + length as usize;
+        if size as u64 > remaining {
+            return Ok((pos, Some(BatchError::Truncated { needed: size, available: remaining as usize })));
+        }
+        buf.resize(size, 0);
+        reader.read_exact(&mut buf[LOG_OVERHEAD..])?;
+        let parsed = if verify_crc {
+            batch::validate(&buf)
+        } else {
+            BatchHeader::parse(&buf)
+        };
+        let header = match parsed {
+            Ok(h) => h,
+            Err(e) => return Ok((pos, Some(e))),
+        };
+        if !on_batch(pos, &header) {
+            return Ok((pos, None));
+        }
+        pos += size as u64;
+    }
+    Ok((pos, None))
+}
+
+/// Positional reader over a shared file.
+struct ReadAt<'a> {
+    file: &'a File,
+    pos: u64,
+    end: u64,
+}
+
+impl Read for ReadAt<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = buf.len().min(self.end.saturating_sub(self.pos) as usize);
+        if n == 0 {
+            return Ok(0);
+        }
+        let n = self.file.read_at(&mut buf[..n], self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::batch::testing;
+
+    const SETTINGS: SegmentSettings = SegmentSettings {
+        index_interval_bytes: 256,
+        max_index_bytes: 1 << 20,
+    };
+
+    /// Writes `n` batches of 3 records each; returns the segment and the
+    /// position where each batch starts.
+    fn fill(dir: &Path, n: usize) -> (LogSegment, Vec<u64>) {
+        let mut seg = LogSegment::create(dir, 100, SETTINGS).unwrap();
+        let mut positions = Vec::new();
+        let mut next = 100;
+        for i in 0..n {
+            let mut b = testing::batch(3, 50, 1_000 + i as i64 * 10).to_vec();
+            batch::set_base_offset(&mut b, next);
+            let h = batch::validate(&b).unwrap();
+            positions.push(seg.size());
+            seg.append(&b, &h, 0).unwrap();
+            next = h.next_offset();
+        }
+        (seg, positions)
+    }
+
+    #[test]
+    fn append_then_reopen_clean() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut seg, positions) = fill(dir.path(), 20);
+        seg.seal().unwrap();
+        assert_eq!(seg.next_offset(), 160);
+        assert!(!seg.offset_index().is_empty());
+        let (reopened, report) = LogSegment::open(dir.path(), 100, SETTINGS, false).unwrap();
+        assert_eq!(report, RecoveryReport::default());
+        assert_eq!(reopened.next_offset(), 160);
+        assert_eq!(reopened.size(), seg.size());
+        assert_eq!(reopened.max_timestamp(), 1_000 + 19 * 10 + 2);
+        // Every offset is found at the batch that holds it.
+        let slice = reopened.slice();
+        for (i, pos) in positions.iter().enumerate() {
+            for k in 0..3 {
+                let off = 100 + (i * 3 + k) as i64;
+                let (p, h) = slice.seek(reopened.position_hint(off), off).unwrap().unwrap();
+                assert_eq!(p, *pos);
+                assert_eq!(h.base_offset, 100 + (i * 3) as i64);
+            }
+        }
+    }
+
+    #[test]
+    fn torn_write_at_every_byte_of_last_batch_is_truncated() {
+        let dir = tempfile::tempdir().unwrap();
+        let (seg, positions) = fill(dir.path(), 5);
+        let full = seg.size();
+        let last_start = *positions.last().unwrap();
+        let log_path = seg.log_path();
+        let original = fs::read(&log_path).unwrap();
+        drop(seg);
+        for cut in last_start..full {
+            fs::write(&log_path, &original[..cut as usize]).unwrap();
+            let (rec, report) = LogSegment::open(dir.path(), 100, SETTINGS, true).unwrap();
+            assert_eq!(rec.size(), last_start, "cut at {cut}");
+            assert_eq!(rec.next_offset(), 112, "cut at {cut}");
+            assert_eq!(report.valid_batches, 4);
+            assert_eq!(report.truncated_bytes, cut - last_start);
+            assert_eq!(fs::metadata(&log_path).unwrap().len(), last_start);
+        }
+        // Uncut file recovers whole.
+        fs::write(&log_path, &original).unwrap();
+        let (rec, report) = LogSegment::open(dir.path(), 100, SETTINGS, true).unwrap();
+        assert_eq!(rec.next_offset(), 115);
+        assert_eq!(report.truncated_bytes, 0);
+    }
+
+    #[test]
+    fn corrupt_byte_in_last_batch_truncates_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (seg, positions) = fill(dir.path(), 4);
+        let last_start = *positions.last().unwrap() as usize;
+        let log_path = seg.log_path();
+        let original = fs::read(&log_path).unwrap();
+        drop(seg);
+        for at in (last_start + 21)..original.len() {
+            let mut bytes = original.clone();
+            bytes[at] ^= 0xff;
+            fs::write(&log_path, &bytes).unwrap();
+            let (rec, report) = LogSegment::open(dir.path(), 100, SETTINGS, true).unwrap();
+            assert_eq!(rec.size(), last_start as u64, "flip at {at}");
+            assert!(report.stopped_by.is_some());
+        }
+    }
+
+    #[test]
+    fn zero_filled_tail_is_truncated() {
+        let dir = tempfile::tempdir().unwrap();
+        let (seg, _) = fill(dir.path(), 3);
+        let size = seg.size();
+        let log_path = seg.log_path();
+        drop(seg);
+        let mut bytes = fs::read(&log_path).unwrap();
+        bytes.extend(std::iter::repeat_n(0u8, 4096));
+        fs::write(&log_path, &bytes).unwrap();
+        let (rec, _) = LogSegment::open(dir.path(), 100, SETTINGS, false).unwrap();
+        assert_eq!(rec.size(), size);
+        assert_eq!(rec.next_offset(), 109);
+    }
+
+    #[test]
+    fn missing_or_corrupt_index_is_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut seg, _) = fill(dir.path(), 30);
+        seg.seal().unwrap();
+        let expected: Vec<_> = seg.offset_index().entries().to_vec();
+        let expected_time: Vec<_> = seg.time_index().entries().to_vec();
+        let (_, idx, tidx) = LogSegment::paths(dir.path(), 100);
+        drop(seg);
+        fs::remove_file(&idx).unwrap();
+        fs::write(&tidx, [1u8, 2, 3]).unwrap();
+        let (rec, _) = LogSegment::open(dir.path(), 100, SETTINGS, false).unwrap();
+        assert_eq!(rec.offset_index().entries(), &expected[..]);
+        // The rebuilt time index holds the periodic entries; the final
+        // entry that sealing adds comes back when the segment is sealed again.
+        assert!(expected_time.starts_with(rec.time_index().entries()));
+        assert_eq!(rec.next_offset(), 190);
+        assert_eq!(rec.max_timestamp(), 1_000 + 29 * 10 + 2);
+    }
+
+    #[test]
+    fn timestamp_lookup_finds_first_batch_at_or_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let (seg, positions) = fill(dir.path(), 30);
+        let slice = seg.slice();
+        for i in 0..30usize {
+            let ts = 1_000 + i as i64 * 10;
+            let (p, h) = slice
+                .seek_timestamp(seg.position_for_timestamp(ts), ts)
+                .unwrap()
+                .unwrap();
+            assert_eq!(p, positions[i], "ts {ts}");
+            assert_eq!(h.base_offset, 100 + (i * 3) as i64);
+        }
+        assert!(slice
+            .seek_timestamp(seg.position_for_timestamp(5_000), 5_000)
+            .unwrap()
+            .is_none());
+    }
+}

@@ -1,0 +1,219 @@
+"""Start/stop/kill/restart a Strata broker process. No pytest dependency
+(the benchmark harness in benches/ uses it too)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_BIN = REPO_ROOT / "target" / "release" / "strata"
+
+
+class BrokerError(RuntimeError):
+    pass
+
+
+def strata_bin() -> Path:
+    return Path(os.environ.get("STRATA_BIN") or DEFAULT_BIN)
+
+
+def check_binary() -> Path:
+    path = strata_bin()
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise BrokerError(
+            f"Strata broker binary not found or not executable at {path}. "
+            "Build it with `cargo build --release` (or point STRATA_BIN at a binary)."
+        )
+    return path
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_accepts(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+class Broker:
+    """One Strata broker process.
+
+    settings: Kafka-named broker settings, passed as `--set NAME=VALUE`.
+    The data dir and both ports are fixed at construction, so restart()
+    brings the broker back on the same data and the same address.
+    """
+
+    READY_TIMEOUT = float(os.environ.get("STRATA_READY_TIMEOUT", "10"))
+
+    def __init__(self, data_dir: str | os.PathLike | None = None, settings: dict | None = None,
+                 extra_args: list[str] | None = None, log_dir: str | os.PathLike | None = None,
+                 name: str = "strata"):
+        self.bin = check_binary()
+        self._own_tmp = None
+        if data_dir is None:
+            self._own_tmp = tempfile.mkdtemp(prefix="strata-e2e-")
+            data_dir = Path(self._own_tmp) / "data"
+        self.data_dir = Path(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        log_dir = Path(log_dir) if log_dir else self.data_dir.parent
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = log_dir / f"{name}.log"
+        self.host = "127.0.0.1"
+        self.port = free_port()
+        self.http_port = free_port()
+        while self.http_port == self.port:
+            self.http_port = free_port()
+        self.settings = dict(settings or {})
+        self.extra_args = list(extra_args or [])
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+        self.last_returncode: int | None = None
+
+    # ------------------------------------------------------------------
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def command(self) -> list[str]:
+        cmd = [
+            str(self.bin), "broker",
+            "--data-dir", str(self.data_dir),
+            "--listen", f"{self.host}:{self.port}",
+            "--http-listen", f"{self.host}:{self.http_port}",
+            "--log-format", "text",
+        ]
+        for k, v in self.settings.items():
+            cmd += ["--set", f"{k}={v}"]
+        return cmd + self.extra_args
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> "Broker":
+        if self.alive():
+            raise BrokerError("broker already running")
+        env = {k: v for k, v in os.environ.items()
+               if not (k.startswith("STRATA_") and k != "STRATA_BIN")}
+        env.setdefault("RUST_BACKTRACE", "1")
+        self.starts += 1
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n===== start #{self.starts}: {' '.join(self.command())}\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, env=env)
+        deadline = time.monotonic() + self.READY_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self.last_returncode = self.proc.returncode
+                raise BrokerError(
+                    f"broker exited with code {self.proc.returncode} during startup\n"
+                    f"--- log tail ---\n{self.log_tail()}")
+            if port_accepts(self.host, self.port):
+                return self
+            time.sleep(0.05)
+        self.kill9()
+        raise BrokerError(
+            f"broker did not accept connections on {self.bootstrap} within {self.READY_TIMEOUT}s\n"
+            f"--- log tail ---\n{self.log_tail()}")
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM and wait. Returns the exit code. If the broker does not
+        exit in time it is SIGKILLed and BrokerError is raised."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+                self.last_returncode = self.proc.returncode
+                raise BrokerError(f"broker did not exit within {timeout}s of SIGTERM (killed)")
+        self.last_returncode = self.proc.returncode
+        return self.proc.returncode
+
+    def kill9(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+        if self.proc is not None:
+            self.last_returncode = self.proc.returncode
+
+    def restart(self, kill: bool = False) -> "Broker":
+        """Stop (SIGTERM, or SIGKILL with kill=True) and start again on the
+        same data dir and ports."""
+        if kill:
+            self.kill9()
+        else:
+            rc = self.stop()
+            if rc != 0:
+                raise BrokerError(f"broker exited with code {rc} on SIGTERM\n{self.log_tail()}")
+        return self.start()
+
+    def close(self) -> None:
+        """Best-effort teardown."""
+        try:
+            self.stop(timeout=15)
+        except BrokerError:
+            pass
+
+    # ------------------------------------------------------------------
+    def rss_kib(self) -> int | None:
+        try:
+            with open(f"/proc/{self.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1])
+        except (OSError, AssertionError):
+            return None
+        return None
+
+    def cpu_seconds(self) -> float | None:
+        try:
+            with open(f"/proc/{self.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ticks = os.sysconf("SC_CLK_TCK")
+            return (int(fields[11]) + int(fields[12])) / ticks
+        except (OSError, AssertionError, IndexError, ValueError):
+            return None
+
+    def log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def log_text(self, start: int = 0) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(start)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def log_tail(self, max_chars: int = 8000, start: int = 0) -> str:
+        text = self.log_text(start)
+        if len(text) > max_chars:
+            text = "...[truncated]...\n" + text[-max_chars:]
+        return text
+
+    def partition_dir(self, topic: str, partition: int) -> Path:
+        return self.data_dir / f"{topic}-{partition}"
