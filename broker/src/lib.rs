@@ -4,3 +4,5 @@
 
 pub mod config;
 pub mod log;
+pub mod log_manager;
+pub mod server;

@@ -1,1 +1,202 @@
-fn main() {}
+//! The `strata` binary. `strata broker` runs a broker; see `--help`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use strata_broker::config::BrokerConfig;
+use strata_broker::log_manager::LogManager;
+use strata_broker::server::{self, Broker};
+
+#[derive(Debug, Parser)]
+#[command(name = "strata", version, about = "Strata: a Kafka-compatible event streaming broker with tiered storage")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a broker.
+    Broker(BrokerArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+struct BrokerArgs {
+    /// Directory holding the partition logs, checkpoints and topic metadata.
+    #[arg(long, env = "STRATA_DATA_DIR", default_value = "./data")]
+    data_dir: PathBuf,
+
+    /// Address the Kafka protocol listener binds to (port 0 picks a free port).
+    #[arg(long, env = "STRATA_LISTEN", default_value = "127.0.0.1:9092")]
+    listen: String,
+
+    /// HOST:PORT clients are told to connect to (Metadata). Defaults to the
+    /// listen address.
+    #[arg(long, env = "STRATA_ADVERTISED_LISTENER")]
+    advertised_listener: Option<String>,
+
+    /// Address of the admin/metrics HTTP API (served by later releases; validated now).
+    #[arg(long, env = "STRATA_HTTP_LISTEN", default_value = "127.0.0.1:9644")]
+    http_listen: String,
+
+    /// Object store for tiered segments: file://DIR, memory://, s3://BUCKET[/PREFIX], ...
+    /// (used by tiering; defaults to file://<data-dir>/bucket).
+    #[arg(long, env = "STRATA_OBJECT_STORE")]
+    object_store: Option<String>,
+
+    /// TOML file of broker settings under Kafka's names, e.g. `num.partitions = 3`.
+    #[arg(long, env = "STRATA_CONFIG")]
+    config: Option<PathBuf>,
+
+    /// A broker setting under its Kafka name, NAME=VALUE (repeatable; wins
+    /// over the config file). Known settings: num.partitions,
+    /// default.replication.factor, auto.create.topics.enable,
+    /// delete.topic.enable, message.max.bytes, socket.request.max.bytes,
+    /// log.segment.bytes, log.roll.ms, log.roll.hours, log.retention.ms,
+    /// log.retention.minutes, log.retention.hours, log.retention.bytes,
+    /// log.retention.check.interval.ms, log.index.interval.bytes,
+    /// log.index.size.max.bytes, log.message.timestamp.type,
+    /// log.cleanup.policy, compression.type, min.insync.replicas,
+    /// log.flush.offset.checkpoint.interval.ms, node.id.
+    /// In STRATA_SET, separate several with ';'.
+    #[arg(long = "set", env = "STRATA_SET", value_name = "NAME=VALUE", value_delimiter = ';')]
+    set: Vec<String>,
+
+    /// Log output format.
+    #[arg(long, env = "STRATA_LOG_FORMAT", value_enum, default_value = "text")]
+    log_format: LogFormat,
+
+    /// Log filter (tracing EnvFilter syntax), e.g. `info` or `strata_broker=debug`.
+    #[arg(long, env = "STRATA_LOG_LEVEL", default_value = "info")]
+    log_level: String,
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Broker(args) => {
+            init_tracing(args.log_format, &args.log_level);
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .thread_name("strata-worker")
+                .build()?;
+            let result = runtime.block_on(run_broker(args));
+            if let Err(e) = &result {
+                tracing::error!("{e:#}");
+            }
+            result
+        }
+    }
+}
+
+fn init_tracing(format: LogFormat, level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use std::io::IsTerminal;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+fn parse_host_port(s: &str, what: &str) -> anyhow::Result<(String, u16)> {
+    let (host, port) = s
+        .rsplit_once(':')
+        .with_context(|| format!("{what} must be HOST:PORT, got `{s}`"))?;
+    let port: u16 = port.parse().with_context(|| format!("{what} has an invalid port in `{s}`"))?;
+    Ok((host.trim_start_matches('[').trim_end_matches(']').to_string(), port))
+}
+
+async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
+    let config = Arc::new(BrokerConfig::load(args.config.as_deref(), &args.set).context("invalid broker settings")?);
+    parse_host_port(&args.http_listen, "--http-listen")?;
+    let object_store = args
+        .object_store
+        .clone()
+        .unwrap_or_else(|| format!("file://{}/bucket", args.data_dir.display()));
+    if !["file://", "memory://", "s3://", "gs://", "az://"].iter().any(|p| object_store.starts_with(p)) {
+        anyhow::bail!("--object-store `{object_store}` must start with file://, memory://, s3://, gs:// or az://");
+    }
+
+    let data_dir = args.data_dir.clone();
+    let cfg = config.clone();
+    let logs = tokio::task::spawn_blocking(move || LogManager::open(&data_dir, cfg))
+        .await
+        .context("log loading task failed")?
+        .with_context(|| format!("cannot open data directory {}", args.data_dir.display()))?;
+
+    let listener = TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let local: SocketAddr = listener.local_addr()?;
+    let (host, port) = match &args.advertised_listener {
+        Some(a) => parse_host_port(a, "--advertised-listener")?,
+        None => {
+            let ip = local.ip();
+            if ip.is_unspecified() {
+                tracing::warn!("listening on all interfaces without --advertised-listener; advertising 127.0.0.1");
+                ("127.0.0.1".to_string(), local.port())
+            } else {
+                (ip.to_string(), local.port())
+            }
+        }
+    };
+    let broker = Arc::new(Broker {
+        logs: logs.clone(),
+        config: config.clone(),
+        node_id: config.node_id(),
+        advertised_host: host.clone(),
+        advertised_port: port as i32,
+        max_request_bytes: config.i32("socket.request.max.bytes").max(1024) as usize,
+    });
+    logs.start_background();
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let server = tokio::spawn(server::serve(listener, broker, shutdown_rx));
+    tracing::info!(
+        listen = %local,
+        advertised = %format!("{host}:{port}"),
+        data_dir = %args.data_dir.display(),
+        object_store = %object_store,
+        cluster_id = logs.cluster_id(),
+        node_id = config.node_id(),
+        "strata broker ready"
+    );
+
+    wait_for_signal().await?;
+    tracing::info!("shutting down");
+    let _ = shutdown_tx.send(true);
+    let _ = server.await;
+    tokio::task::spawn_blocking(move || logs.shutdown())
+        .await
+        .context("shutdown task failed")?
+        .context("flushing logs at shutdown failed")?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}

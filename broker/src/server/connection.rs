@@ -1,0 +1,114 @@
+//! One client connection: reads size-prefixed frames, decodes the request
+//! header, runs requests concurrently and writes responses back in request
+//! order (clients pipeline several requests per connection).
+//!
+//! A frame over `socket.request.max.bytes`, a negative size or an
+//! undecodable header closes this connection only, with a log line.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot, watch};
+use tracing::Instrument;
+
+use super::{dispatch, Broker};
+
+/// Requests a single connection may have in flight before reading pauses.
+const MAX_IN_FLIGHT: usize = 64;
+
+type Pending = oneshot::Receiver<Option<BytesMut>>;
+
+pub async fn handle_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    broker: Arc<Broker>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let _ = stream.set_nodelay(true);
+    let (mut reader, writer) = stream.into_split();
+    let (tx, rx) = mpsc::channel::<Pending>(MAX_IN_FLIGHT);
+    let (closed_tx, mut closed_rx) = oneshot::channel::<()>();
+    let writer_task = tokio::spawn(write_responses(writer, rx, closed_tx, peer));
+    let max = broker.max_request_bytes;
+    loop {
+        let size = tokio::select! {
+            r = reader.read_i32() => match r {
+                Ok(n) => n,
+                Err(_) => break, // EOF or reset
+            },
+            _ = &mut closed_rx => break,
+            _ = shutdown.changed() => break,
+        };
+        if size < 0 || size as usize > max {
+            tracing::warn!(%peer, size, limit = max,
+                "closing connection: request size is negative or exceeds socket.request.max.bytes");
+            break;
+        }
+        let mut frame = BytesMut::zeroed(size as usize);
+        if reader.read_exact(&mut frame).await.is_err() {
+            break;
+        }
+        let frame: Bytes = frame.freeze();
+        let request = match dispatch::Request::parse(frame) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(%peer, error = %e, "closing connection: malformed request");
+                break;
+            }
+        };
+        let (done_tx, done_rx) = oneshot::channel();
+        if tx.send(done_rx).await.is_err() {
+            break;
+        }
+        let b = broker.clone();
+        let span = tracing::debug_span!("request", api = ?request.api_key, version = request.version,
+            correlation_id = request.correlation_id, %peer);
+        tokio::spawn(
+            async move {
+                match dispatch::handle(request, &b).await {
+                    Ok(response) => {
+                        let _ = done_tx.send(response);
+                    }
+                    Err(e) => {
+                        // Dropping `done_tx` makes the writer close the connection
+                        // after the responses that precede this one.
+                        tracing::warn!(%peer, error = %e, "closing connection: request rejected");
+                    }
+                }
+            }
+            .instrument(span),
+        );
+    }
+    drop(tx);
+    let _ = writer_task.await;
+}
+
+async fn write_responses(
+    writer: tokio::net::tcp::OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Pending>,
+    closed: oneshot::Sender<()>,
+    peer: SocketAddr,
+) {
+    let mut out = BufWriter::with_capacity(64 * 1024, writer);
+    while let Some(pending) = rx.recv().await {
+        match pending.await {
+            Ok(Some(buf)) => {
+                if let Err(e) = out.write_all(&buf).await {
+                    tracing::debug!(%peer, error = %e, "write failed");
+                    break;
+                }
+                if rx.is_empty() && out.flush().await.is_err() {
+                    break;
+                }
+            }
+            Ok(None) => {} // acks=0: no response
+            Err(_) => break,
+        }
+    }
+    let _ = out.flush().await;
+    let _ = out.shutdown().await;
+    let _ = closed.send(());
+}

@@ -1,0 +1,137 @@
+//! Request decoding, version negotiation and routing to handlers; response
+//! framing. Decoding failures are connection errors (the caller closes the
+//! connection), as in Kafka.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{decode_request_header_from_buffer, Decodable, Encodable, HeaderVersion};
+use kafka_protocol::ResponseError;
+use thiserror::Error;
+
+use super::handlers;
+use super::versions;
+use super::Broker;
+
+#[derive(Debug, Error)]
+pub enum DispatchError {
+    #[error("frame of {0} bytes is too short for a request header")]
+    ShortFrame(usize),
+    #[error("unknown API key {0}")]
+    UnknownApiKey(i16),
+    #[error("unsupported version {version} of {api:?}")]
+    UnsupportedVersion { api: ApiKey, version: i16 },
+    #[error("cannot decode {api:?} v{version}: {message}")]
+    Decode { api: ApiKey, version: i16, message: String },
+    #[error("cannot encode response: {0}")]
+    Encode(String),
+}
+
+/// A framed request with its header decoded and its body still encoded.
+#[derive(Debug)]
+pub struct Request {
+    pub api_key: ApiKey,
+    pub version: i16,
+    pub correlation_id: i32,
+    pub header: RequestHeader,
+    pub body: Bytes,
+}
+
+impl Request {
+    pub fn parse(mut frame: Bytes) -> Result<Self, DispatchError> {
+        if frame.len() < 8 {
+            return Err(DispatchError::ShortFrame(frame.len()));
+        }
+        let key = i16::from_be_bytes([frame[0], frame[1]]);
+        let version = i16::from_be_bytes([frame[2], frame[3]]);
+        let api_key = ApiKey::try_from(key).map_err(|_| DispatchError::UnknownApiKey(key))?;
+        let header = decode_request_header_from_buffer(&mut frame).map_err(|e| DispatchError::Decode {
+            api: api_key,
+            version,
+            message: format!("request header: {e}"),
+        })?;
+        Ok(Request {
+            api_key,
+            version,
+            correlation_id: header.correlation_id,
+            header,
+            body: frame,
+        })
+    }
+
+    fn decode<T: Decodable>(&mut self) -> Result<T, DispatchError> {
+        T::decode(&mut self.body, self.version).map_err(|e| DispatchError::Decode {
+            api: self.api_key,
+            version: self.version,
+            message: e.to_string(),
+        })
+    }
+}
+
+/// Frames a response: size, response header, body.
+pub fn encode_response<R: Encodable + HeaderVersion>(
+    correlation_id: i32,
+    version: i16,
+    response: &R,
+) -> Result<BytesMut, DispatchError> {
+    let size_hint = response.compute_size(version).unwrap_or(256);
+    let mut buf = BytesMut::with_capacity(size_hint + 16);
+    buf.put_i32(0);
+    ResponseHeader::default()
+        .with_correlation_id(correlation_id)
+        .encode(&mut buf, R::header_version(version))
+        .map_err(|e| DispatchError::Encode(e.to_string()))?;
+    response
+        .encode(&mut buf, version)
+        .map_err(|e| DispatchError::Encode(e.to_string()))?;
+    let len = (buf.len() - 4) as i32;
+    buf[0..4].copy_from_slice(&len.to_be_bytes());
+    Ok(buf)
+}
+
+/// Decodes, handles and encodes one request. `Ok(None)` means no response
+/// is sent (acks=0 produce).
+pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut>, DispatchError> {
+    let (api, version, cid) = (req.api_key, req.version, req.correlation_id);
+    if !versions::is_supported(api, version) {
+        if api == ApiKey::ApiVersions {
+            // KIP-511: answer with v0 so any client can read the supported range.
+            let resp = handlers::cluster::api_versions(ResponseError::UnsupportedVersion.code());
+            return encode_response(cid, 0, &resp).map(Some);
+        }
+        return Err(DispatchError::UnsupportedVersion { api, version });
+    }
+    macro_rules! route {
+        ($req_ty:ty, $handler:expr) => {{
+            let r: $req_ty = req.decode()?;
+            let resp = $handler(r, version, broker).await;
+            encode_response(cid, version, &resp).map(Some)
+        }};
+    }
+    match api {
+        ApiKey::Produce => {
+            let r: ProduceRequest = req.decode()?;
+            match handlers::produce::handle(r, version, broker).await {
+                Some(resp) => encode_response(cid, version, &resp).map(Some),
+                None => Ok(None),
+            }
+        }
+        ApiKey::Fetch => route!(FetchRequest, handlers::fetch::handle),
+        ApiKey::ListOffsets => route!(ListOffsetsRequest, handlers::list_offsets::handle),
+        ApiKey::Metadata => route!(MetadataRequest, handlers::metadata::handle),
+        ApiKey::ApiVersions => {
+            let _r: ApiVersionsRequest = req.decode()?;
+            encode_response(cid, version, &handlers::cluster::api_versions(0)).map(Some)
+        }
+        ApiKey::FindCoordinator => route!(FindCoordinatorRequest, handlers::cluster::find_coordinator),
+        ApiKey::DescribeCluster => route!(DescribeClusterRequest, handlers::cluster::describe_cluster),
+        ApiKey::CreateTopics => route!(CreateTopicsRequest, handlers::topics::create_topics),
+        ApiKey::DeleteTopics => route!(DeleteTopicsRequest, handlers::topics::delete_topics),
+        ApiKey::CreatePartitions => route!(CreatePartitionsRequest, handlers::topics::create_partitions),
+        ApiKey::DescribeConfigs => route!(DescribeConfigsRequest, handlers::configs::describe_configs),
+        ApiKey::AlterConfigs => route!(AlterConfigsRequest, handlers::configs::alter_configs),
+        ApiKey::IncrementalAlterConfigs => {
+            route!(IncrementalAlterConfigsRequest, handlers::configs::incremental_alter_configs)
+        }
+        other => Err(DispatchError::UnsupportedVersion { api: other, version }),
+    }
+}

@@ -1,0 +1,93 @@
+//! ApiVersions, DescribeCluster and FindCoordinator: what a client asks
+//! before anything else. A single broker is its own controller and
+//! coordinator.
+
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::*;
+use kafka_protocol::ResponseError;
+
+use super::{s, NO_AUTHORIZED_OPERATIONS};
+use crate::server::versions::SUPPORTED;
+use crate::server::Broker;
+
+pub fn api_versions(error_code: i16) -> ApiVersionsResponse {
+    let mut r = ApiVersionsResponse::default();
+    r.error_code = error_code;
+    r.api_keys = SUPPORTED
+        .iter()
+        .map(|(k, lo, hi)| {
+            let mut v = ApiVersion::default();
+            v.api_key = *k as i16;
+            v.min_version = *lo;
+            v.max_version = *hi;
+            v
+        })
+        .collect();
+    r
+}
+
+pub async fn describe_cluster(req: DescribeClusterRequest, _version: i16, b: &Broker) -> DescribeClusterResponse {
+    let mut r = DescribeClusterResponse::default();
+    // endpoint_type 1 = brokers; 2 (controllers) is not something a
+    // single combined node exposes separately.
+    if req.endpoint_type != 1 {
+        r.error_code = ResponseError::UnsupportedEndpointType.code();
+        r.error_message = Some(s("only the brokers endpoint type (1) is supported"));
+        return r;
+    }
+    r.cluster_id = b.cluster_id();
+    r.controller_id = BrokerId(b.node_id);
+    r.endpoint_type = 1;
+    r.cluster_authorized_operations = NO_AUTHORIZED_OPERATIONS;
+    let mut broker = DescribeClusterBroker::default();
+    broker.broker_id = BrokerId(b.node_id);
+    broker.host = b.host();
+    broker.port = b.advertised_port;
+    r.brokers = vec![broker];
+    r
+}
+
+pub async fn find_coordinator(req: FindCoordinatorRequest, version: i16, b: &Broker) -> FindCoordinatorResponse {
+    let mut r = FindCoordinatorResponse::default();
+    let error = match req.key_type {
+        0 | 1 => 0,
+        _ => ResponseError::InvalidRequest.code(),
+    };
+    if version >= 4 {
+        r.coordinators = req
+            .coordinator_keys
+            .into_iter()
+            .map(|key| {
+                let mut c = Coordinator::default();
+                c.key = key;
+                c.error_code = error;
+                if error == 0 {
+                    c.node_id = BrokerId(b.node_id);
+                    c.host = b.host();
+                    c.port = b.advertised_port;
+                } else {
+                    c.node_id = BrokerId(-1);
+                    c.port = -1;
+                    c.error_message = Some(s("unknown coordinator key type"));
+                }
+                c
+            })
+            .collect();
+    } else {
+        r.error_code = error;
+        if error == 0 {
+            r.node_id = BrokerId(b.node_id);
+            r.host = b.host();
+            r.port = b.advertised_port;
+        } else {
+            r.node_id = BrokerId(-1);
+            r.port = -1;
+            if version >= 1 {
+                r.error_message = Some(s("unknown coordinator key type"));
+            }
+        }
+    }
+    r
+}

@@ -1,0 +1,258 @@
+//! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics
+//! (dynamic, persisted, effective immediately) and the broker (described;
+//! static — changed with `--set` and a restart).
+
+use std::collections::{BTreeMap, HashSet};
+
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
+};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use super::topics::error_code;
+use super::{blocking, s};
+use crate::config::{self, ConfigDef, ConfigSource, ConfigType, BROKER_CONFIGS, TOPIC_CONFIGS};
+use crate::log_manager::TopicError;
+use crate::server::Broker;
+
+const RESOURCE_TOPIC: i8 = 2;
+const RESOURCE_BROKER: i8 = 4;
+
+const OP_SET: i8 = 0;
+const OP_DELETE: i8 = 1;
+const OP_APPEND: i8 = 2;
+const OP_SUBTRACT: i8 = 3;
+
+pub async fn describe_configs(req: DescribeConfigsRequest, version: i16, b: &Broker) -> DescribeConfigsResponse {
+    let mut r = DescribeConfigsResponse::default();
+    for res in req.resources {
+        let mut out = DescribeConfigsResult::default();
+        out.resource_type = res.resource_type;
+        out.resource_name = res.resource_name.clone();
+        let wanted: Option<HashSet<String>> = res
+            .configuration_keys
+            .as_ref()
+            .map(|k| k.iter().map(|x| x.to_string()).collect());
+        let keep = |d: &ConfigDef| wanted.as_ref().is_none_or(|w| w.contains(d.name));
+        let entry = |d: &ConfigDef, value: Option<String>, source: ConfigSource, synonyms: Vec<DescribeConfigsSynonym>, read_only: bool| {
+            let mut c = DescribeConfigsResourceResult::default();
+            c.name = s(d.name);
+            c.value = value.map(s);
+            c.config_source = source as i8;
+            c.read_only = read_only;
+            if req.include_synonyms {
+                c.synonyms = synonyms;
+            }
+            if version >= 3 {
+                c.config_type = d.kind as i8;
+                if req.include_documentation {
+                    c.documentation = Some(s(d.doc));
+                }
+            }
+            c
+        };
+        match res.resource_type {
+            RESOURCE_TOPIC => match b.logs.topic(&res.resource_name) {
+                None => {
+                    out.error_code = ResponseError::UnknownTopicOrPartition.code();
+                    out.error_message = Some(s(format!("Topic {} does not exist", res.resource_name.as_str())));
+                }
+                Some(topic) => {
+                    let overrides = topic.overrides();
+                    for d in TOPIC_CONFIGS.iter().filter(|d| keep(d)) {
+                        let (value, source) = config::effective(&b.config, &overrides, d.name);
+                        let synonyms = topic_synonyms(d, &overrides, b);
+                        out.configs.push(entry(d, Some(value), source, synonyms, false));
+                    }
+                }
+            },
+            RESOURCE_BROKER => {
+                let name = res.resource_name.as_str();
+                if !name.is_empty() && name != b.node_id.to_string() {
+                    out.error_code = ResponseError::InvalidRequest.code();
+                    out.error_message = Some(s(format!("Unexpected broker id {name}; this is broker {}", b.node_id)));
+                } else {
+                    for d in BROKER_CONFIGS.iter().filter(|d| keep(d)) {
+                        let value = b.config.value(d.name);
+                        let value = (!value.is_empty()).then_some(value);
+                        let (source, syns) = if b.config.is_explicit(d.name) {
+                            (ConfigSource::StaticBrokerConfig, vec![synonym(d.name, value.clone(), ConfigSource::StaticBrokerConfig)])
+                        } else {
+                            (ConfigSource::DefaultConfig, vec![synonym(d.name, value.clone(), ConfigSource::DefaultConfig)])
+                        };
+                        out.configs.push(entry(d, value, source, syns, true));
+                    }
+                }
+            }
+            other => {
+                out.error_code = ResponseError::InvalidRequest.code();
+                out.error_message = Some(s(format!("Unsupported resource type {other}")));
+            }
+        }
+        r.results.push(out);
+    }
+    r
+}
+
+fn synonym(name: &str, value: Option<String>, source: ConfigSource) -> DescribeConfigsSynonym {
+    let mut syn = DescribeConfigsSynonym::default();
+    syn.name = s(name);
+    syn.value = value.map(s);
+    syn.source = source as i8;
+    syn
+}
+
+/// Kafka's synonym chain for a topic setting: topic override, the broker
+/// setting it falls back to (if set), then the default.
+fn topic_synonyms(d: &ConfigDef, overrides: &BTreeMap<String, String>, b: &Broker) -> Vec<DescribeConfigsSynonym> {
+    let mut v = Vec::new();
+    if let Some(o) = overrides.get(d.name) {
+        v.push(synonym(d.name, Some(o.clone()), ConfigSource::TopicConfig));
+    }
+    if let Some(syn) = d.broker_synonym {
+        if b.config.is_explicit(syn) {
+            v.push(synonym(syn, Some(b.config.value(syn)), ConfigSource::StaticBrokerConfig));
+        }
+        v.push(synonym(syn, Some(d.default.to_string()), ConfigSource::DefaultConfig));
+    }
+    v
+}
+
+/// Result of one resource of an alter request.
+fn resource_result(resource_type: i8, name: StrBytes, outcome: Result<(), (ResponseError, String)>) -> (i16, Option<StrBytes>, i8, StrBytes) {
+    match outcome {
+        Ok(()) => (0, None, resource_type, name),
+        Err((code, message)) => (code.code(), Some(s(message)), resource_type, name),
+    }
+}
+
+fn broker_is_static() -> (ResponseError, String) {
+    (
+        ResponseError::InvalidRequest,
+        "broker settings are static in Strata: change them with --set or the config file and restart".into(),
+    )
+}
+
+async fn apply(b: &Broker, topic: String, overrides: BTreeMap<String, String>, validate_only: bool) -> Result<(), (ResponseError, String)> {
+    let logs = b.logs.clone();
+    blocking(move || logs.set_topic_overrides(&topic, overrides, validate_only))
+        .await
+        .unwrap_or_else(|| Err(TopicError::Storage("internal task failed".into())))
+        .map_err(|e| (error_code(&e), e.to_string()))
+}
+
+pub async fn alter_configs(req: AlterConfigsRequest, _version: i16, b: &Broker) -> AlterConfigsResponse {
+    use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
+    let mut r = AlterConfigsResponse::default();
+    for res in req.resources {
+        let outcome = match res.resource_type {
+            RESOURCE_TOPIC => {
+                let name = res.resource_name.to_string();
+                if b.logs.topic(&name).is_none() {
+                    Err((ResponseError::UnknownTopicOrPartition, format!("Topic {name} does not exist")))
+                } else {
+                    // Legacy AlterConfigs replaces the whole set of overrides.
+                    let overrides: BTreeMap<String, String> = res
+                        .configs
+                        .iter()
+                        .filter_map(|c| c.value.as_ref().map(|v| (c.name.to_string(), v.to_string())))
+                        .collect();
+                    apply(b, name, overrides, req.validate_only).await
+                }
+            }
+            RESOURCE_BROKER => Err(broker_is_static()),
+            other => Err((ResponseError::InvalidRequest, format!("Unsupported resource type {other}"))),
+        };
+        let (code, message, rt, name) = resource_result(res.resource_type, res.resource_name, outcome);
+        let mut out = AlterConfigsResourceResponse::default();
+        out.error_code = code;
+        out.error_message = message;
+        out.resource_type = rt;
+        out.resource_name = name;
+        r.responses.push(out);
+    }
+    r
+}
+
+pub async fn incremental_alter_configs(
+    req: IncrementalAlterConfigsRequest,
+    _version: i16,
+    b: &Broker,
+) -> IncrementalAlterConfigsResponse {
+    use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+    let mut r = IncrementalAlterConfigsResponse::default();
+    for res in req.resources {
+        let outcome = match res.resource_type {
+            RESOURCE_TOPIC => {
+                let name = res.resource_name.to_string();
+                match b.logs.topic(&name) {
+                    None => Err((ResponseError::UnknownTopicOrPartition, format!("Topic {name} does not exist"))),
+                    Some(topic) => match incremental(topic.overrides(), &res.configs) {
+                        Ok(overrides) => apply(b, name, overrides, req.validate_only).await,
+                        Err(e) => Err(e),
+                    },
+                }
+            }
+            RESOURCE_BROKER => Err(broker_is_static()),
+            other => Err((ResponseError::InvalidRequest, format!("Unsupported resource type {other}"))),
+        };
+        let (code, message, rt, name) = resource_result(res.resource_type, res.resource_name, outcome);
+        let mut out = AlterConfigsResourceResponse::default();
+        out.error_code = code;
+        out.error_message = message;
+        out.resource_type = rt;
+        out.resource_name = name;
+        r.responses.push(out);
+    }
+    r
+}
+
+/// Applies SET / DELETE / APPEND / SUBTRACT to the current overrides.
+fn incremental(
+    mut overrides: BTreeMap<String, String>,
+    ops: &[kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig],
+) -> Result<BTreeMap<String, String>, (ResponseError, String)> {
+    let mut seen = HashSet::new();
+    for op in ops {
+        let name = op.name.to_string();
+        if !seen.insert(name.clone()) {
+            return Err((ResponseError::InvalidRequest, format!("Duplicate config key {name} in request")));
+        }
+        let def = config::topic_def(&name)
+            .ok_or_else(|| (ResponseError::InvalidConfig, format!("Unknown topic config name: {name}")))?;
+        let value = op.value.as_ref().map(|v| v.to_string());
+        match op.config_operation {
+            OP_SET => {
+                let v = value.ok_or_else(|| (ResponseError::InvalidRequest, format!("Null value not supported for {name}")))?;
+                overrides.insert(name, v);
+            }
+            OP_DELETE => {
+                overrides.remove(&name);
+            }
+            OP_APPEND | OP_SUBTRACT => {
+                if def.kind != ConfigType::List {
+                    return Err((
+                        ResponseError::InvalidConfig,
+                        format!("Config value append/subtract is not allowed for config key {name} (not a list)"),
+                    ));
+                }
+                let current = overrides.get(&name).cloned().unwrap_or_else(|| def.default.to_string());
+                let mut items: Vec<String> = current.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect();
+                for v in value.unwrap_or_default().split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()) {
+                    if op.config_operation == OP_APPEND {
+                        if !items.contains(&v) {
+                            items.push(v);
+                        }
+                    } else {
+                        items.retain(|i| *i != v);
+                    }
+                }
+                overrides.insert(name, items.join(","));
+            }
+            other => return Err((ResponseError::InvalidRequest, format!("Unknown config operation {other}"))),
+        }
+    }
+    Ok(overrides)
+}

@@ -1,0 +1,61 @@
+//! ListOffsets: earliest (-2), latest (-1, the high watermark), max
+//! timestamp (-3), and the first offset at or after a timestamp.
+
+use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::*;
+use kafka_protocol::ResponseError;
+
+use crate::log::LogError;
+use crate::server::Broker;
+
+pub const LATEST: i64 = -1;
+pub const EARLIEST: i64 = -2;
+pub const MAX_TIMESTAMP: i64 = -3;
+
+pub async fn handle(req: ListOffsetsRequest, _version: i16, b: &Broker) -> ListOffsetsResponse {
+    let mut r = ListOffsetsResponse::default();
+    for t in req.topics {
+        let topic = b.logs.topic(&t.name.0);
+        let mut out = ListOffsetsTopicResponse::default();
+        out.name = t.name;
+        for p in t.partitions {
+            let mut pr = ListOffsetsPartitionResponse::default();
+            pr.partition_index = p.partition_index;
+            pr.timestamp = -1;
+            pr.offset = -1;
+            pr.leader_epoch = 0;
+            match topic.as_ref().and_then(|t| t.partition(p.partition_index)) {
+                None => {
+                    pr.error_code = ResponseError::UnknownTopicOrPartition.code();
+                    pr.leader_epoch = -1;
+                }
+                Some(log) => {
+                    let found: Result<Option<(i64, i64)>, LogError> = match p.timestamp {
+                        LATEST => Ok(Some((log.high_watermark(), -1))),
+                        EARLIEST => Ok(Some((log.log_start_offset(), -1))),
+                        MAX_TIMESTAMP => log.max_timestamp_offset(),
+                        ts if ts >= 0 => log.offset_for_timestamp(ts),
+                        _ => {
+                            pr.error_code = ResponseError::InvalidRequest.code();
+                            Ok(None)
+                        }
+                    };
+                    match found {
+                        Ok(Some((offset, ts))) => {
+                            pr.offset = offset;
+                            pr.timestamp = ts;
+                        }
+                        Ok(None) => {}
+                        Err(e) => {
+                            tracing::error!(topic = %log.topic(), error = %e, "offset lookup failed");
+                            pr.error_code = ResponseError::KafkaStorageError.code();
+                        }
+                    }
+                }
+            }
+            out.partitions.push(pr);
+        }
+        r.topics.push(out);
+    }
+    r
+}

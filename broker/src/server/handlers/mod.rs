@@ -1,0 +1,25 @@
+//! One module per family of Kafka APIs. Handlers never fail the connection:
+//! every problem becomes a Kafka error code (and message where the version
+//! has one) in the response.
+
+pub mod cluster;
+pub mod configs;
+pub mod fetch;
+pub mod list_offsets;
+pub mod metadata;
+pub mod produce;
+pub mod topics;
+
+use kafka_protocol::protocol::StrBytes;
+
+pub(crate) fn s(v: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(v.into())
+}
+
+/// Kafka's "authorized operations not requested" sentinel.
+pub(crate) const NO_AUTHORIZED_OPERATIONS: i32 = i32::MIN;
+
+/// Runs blocking storage work (file creation, fsync) off the async workers.
+pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    tokio::task::spawn_blocking(f).await.ok()
+}

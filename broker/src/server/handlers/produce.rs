@@ -1,0 +1,155 @@
+//! Produce: validate each partition's batches (CRC, structure, size), append
+//! them with broker-assigned offsets, and for acks=all wait until they are
+//! durable (the high watermark passes them). Nothing of a rejected batch is
+//! stored.
+
+use std::time::Duration;
+
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::*;
+use kafka_protocol::ResponseError;
+
+use super::s;
+use crate::log::batch::{self, BatchError};
+use crate::log::LogError;
+use crate::server::Broker;
+
+/// Outcome of appending to one partition, before the acks wait.
+struct Appended {
+    response: PartitionProduceResponse,
+    wait_for: Option<(std::sync::Arc<crate::log::PartitionLog>, i64)>,
+}
+
+fn error(index: i32, err: ResponseError, message: String, version: i16) -> PartitionProduceResponse {
+    let mut p = PartitionProduceResponse::default();
+    p.index = index;
+    p.error_code = err.code();
+    p.base_offset = -1;
+    p.log_append_time_ms = -1;
+    p.log_start_offset = -1;
+    if version >= 8 {
+        p.error_message = Some(s(message));
+    }
+    p
+}
+
+pub async fn handle(req: ProduceRequest, version: i16, b: &Broker) -> Option<ProduceResponse> {
+    let acks = req.acks;
+    let timeout = Duration::from_millis(req.timeout_ms.max(0) as u64);
+    let mut topics = Vec::with_capacity(req.topic_data.len());
+    let mut waits = Vec::new();
+    for td in req.topic_data {
+        let name = td.name.0.to_string();
+        let topic = b.logs.topic(&name);
+        let mut partitions = Vec::with_capacity(td.partition_data.len());
+        for pd in td.partition_data {
+            let appended = if !matches!(acks, -1..=1) {
+                Appended {
+                    response: error(
+                        pd.index,
+                        ResponseError::InvalidRequiredAcks,
+                        format!("acks must be -1, 0 or 1, got {acks}"),
+                        version,
+                    ),
+                    wait_for: None,
+                }
+            } else {
+                match topic.as_ref().and_then(|t| t.partition(pd.index)) {
+                    None => Appended {
+                        response: error(
+                            pd.index,
+                            ResponseError::UnknownTopicOrPartition,
+                            format!("This server does not host this topic-partition: {name}-{}", pd.index),
+                            version,
+                        ),
+                        wait_for: None,
+                    },
+                    Some(log) => append_partition(&log, pd.index, pd.records.as_deref(), acks, version),
+                }
+            };
+            if let Some(w) = appended.wait_for.clone() {
+                waits.push((topics.len(), partitions.len(), w));
+            }
+            partitions.push(appended.response);
+        }
+        let mut t = TopicProduceResponse::default();
+        t.name = td.name;
+        t.partition_responses = partitions;
+        topics.push(t);
+    }
+    if acks == 0 {
+        return None;
+    }
+    for (ti, pi, (log, end)) in waits {
+        if !log.wait_durable(end, timeout).await {
+            let p = &mut topics[ti].partition_responses[pi];
+            let index = p.index;
+            *p = error(
+                index,
+                ResponseError::RequestTimedOut,
+                format!("the batch was appended but not made durable within {} ms", timeout.as_millis()),
+                version,
+            );
+        }
+    }
+    let mut r = ProduceResponse::default();
+    r.responses = topics;
+    Some(r)
+}
+
+fn append_partition(
+    log: &std::sync::Arc<crate::log::PartitionLog>,
+    index: i32,
+    records: Option<&[u8]>,
+    acks: i16,
+    version: i16,
+) -> Appended {
+    let fail = |e: ResponseError, m: String| Appended {
+        response: error(index, e, m, version),
+        wait_for: None,
+    };
+    let Some(records) = records else {
+        return fail(ResponseError::CorruptMessage, "produce request has no records".into());
+    };
+    let headers = match batch::validate_all(records) {
+        Ok(h) => h,
+        Err(BatchError::UnsupportedMagic(m)) => {
+            return fail(
+                ResponseError::InvalidRecord,
+                format!("record batch magic {m} is not supported; produce v3+ requires magic 2"),
+            )
+        }
+        Err(e) => return fail(ResponseError::CorruptMessage, e.to_string()),
+    };
+    let cfg = log.config();
+    if acks == -1 && cfg.min_insync_replicas > 1 {
+        return fail(
+            ResponseError::NotEnoughReplicas,
+            format!(
+                "min.insync.replicas is {} but this single broker is the only replica",
+                cfg.min_insync_replicas
+            ),
+        );
+    }
+    match log.append(records, &headers) {
+        Ok(info) => {
+            let mut p = PartitionProduceResponse::default();
+            p.index = index;
+            p.base_offset = info.base_offset;
+            p.log_append_time_ms = info.log_append_time;
+            p.log_start_offset = info.log_start_offset;
+            Appended {
+                response: p,
+                wait_for: (acks == -1).then(|| (log.clone(), info.last_offset + 1)),
+            }
+        }
+        Err(LogError::MessageTooLarge { size, max }) => fail(
+            ResponseError::MessageTooLarge,
+            format!("record batch of {size} bytes exceeds the topic's max.message.bytes ({max})"),
+        ),
+        Err(e) => {
+            tracing::error!(topic = %log.topic(), partition = index, error = %e, "append failed");
+            fail(ResponseError::KafkaStorageError, e.to_string())
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! The Kafka protocol server: accepts connections, frames requests, and
+//! routes them to handlers. Owns no storage; every handler works through the
+//! [`LogManager`](crate::log_manager::LogManager).
+
+pub mod connection;
+pub mod dispatch;
+pub mod handlers;
+pub mod versions;
+
+use std::sync::Arc;
+
+use kafka_protocol::protocol::StrBytes;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::config::BrokerConfig;
+use crate::log_manager::LogManager;
+
+/// What every request handler can see.
+#[derive(Debug)]
+pub struct Broker {
+    pub logs: Arc<LogManager>,
+    pub config: Arc<BrokerConfig>,
+    pub node_id: i32,
+    pub advertised_host: String,
+    pub advertised_port: i32,
+    pub max_request_bytes: usize,
+}
+
+impl Broker {
+    pub fn host(&self) -> StrBytes {
+        StrBytes::from_string(self.advertised_host.clone())
+    }
+    pub fn cluster_id(&self) -> StrBytes {
+        StrBytes::from_string(self.logs.cluster_id().to_string())
+    }
+}
+
+/// Accepts connections until `shutdown` flips to true.
+pub async fn serve(listener: TcpListener, broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let b = broker.clone();
+                    let sd = shutdown.clone();
+                    tokio::spawn(connection::handle_connection(stream, peer, b, sd));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            },
+            _ = shutdown.changed() => return,
+        }
+    }
+}
