@@ -77,7 +77,10 @@ pub struct Topic {
 
 impl Topic {
     pub fn partitions(&self) -> Vec<Arc<PartitionLog>> {
-        self.partitions.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.partitions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
     pub fn partition(&self, p: i32) -> Option<Arc<PartitionLog>> {
         if p < 0 {
@@ -90,10 +93,16 @@ impl Topic {
             .cloned()
     }
     pub fn partition_count(&self) -> usize {
-        self.partitions.read().unwrap_or_else(|e| e.into_inner()).len()
+        self.partitions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
     }
     pub fn overrides(&self) -> BTreeMap<String, String> {
-        self.overrides.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.overrides
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 
@@ -118,23 +127,32 @@ pub struct LogManager {
 /// Checks a topic name the way Kafka does.
 pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
     if name.is_empty() {
-        return Err(TopicError::InvalidName("Topic name is illegal, it can't be empty".into()));
+        return Err(TopicError::InvalidName(
+            "Topic name is illegal, it can't be empty".into(),
+        ));
     }
     if name == "." || name == ".." {
-        return Err(TopicError::InvalidName(format!("Topic name cannot be \"{name}\"")));
+        return Err(TopicError::InvalidName(format!(
+            "Topic name cannot be \"{name}\""
+        )));
     }
     if name.len() > MAX_TOPIC_NAME_LEN {
         return Err(TopicError::InvalidName(format!(
             "Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LEN} characters, topic name: {name}"
         )));
     }
-    if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-') {
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-')
+    {
         return Err(TopicError::InvalidName(format!(
             "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
         )));
     }
     if name == TOPICS_DIR {
-        return Err(TopicError::InvalidName(format!("Topic name \"{name}\" is reserved")));
+        return Err(TopicError::InvalidName(format!(
+            "Topic name \"{name}\" is reserved"
+        )));
     }
     Ok(())
 }
@@ -193,7 +211,11 @@ impl LogManager {
                         &record.name,
                         p,
                         shared.clone(),
-                        if clean { None } else { recovery_points.get(&key).copied() },
+                        if clean {
+                            None
+                        } else {
+                            recovery_points.get(&key).copied()
+                        },
                         log_starts.get(&key).copied(),
                         clean,
                     )?
@@ -257,7 +279,11 @@ impl LogManager {
     }
 
     pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
-        self.topics.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+        self.topics
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
     }
 
     pub fn topic_by_id(&self, id: Uuid) -> Option<Arc<Topic>> {
@@ -271,7 +297,13 @@ impl LogManager {
 
     /// All topics, sorted by name.
     pub fn topics(&self) -> Vec<Arc<Topic>> {
-        let mut v: Vec<_> = self.topics.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        let mut v: Vec<_> = self
+            .topics
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
         v.sort_by(|a, b| a.name.cmp(&b.name));
         v
     }
@@ -330,7 +362,12 @@ impl LogManager {
         }
         let mut logs = Vec::with_capacity(partitions as usize);
         for p in 0..partitions {
-            logs.push(PartitionLog::create(&self.data_dir, name, p, shared.clone())?);
+            logs.push(PartitionLog::create(
+                &self.data_dir,
+                name,
+                p,
+                shared.clone(),
+            )?);
         }
         *topic.partitions.write().unwrap_or_else(|e| e.into_inner()) = logs.clone();
         self.persist_topic(&topic)?;
@@ -353,7 +390,8 @@ impl LogManager {
             partitions: topic.partition_count() as u32,
             configs: topic.overrides(),
         };
-        let json = serde_json::to_vec_pretty(&record).map_err(|e| TopicError::Storage(e.to_string()))?;
+        let json =
+            serde_json::to_vec_pretty(&record).map_err(|e| TopicError::Storage(e.to_string()))?;
         write_atomically(&self.topic_file(&topic.name), &json)?;
         Ok(())
     }
@@ -386,9 +424,16 @@ impl LogManager {
     }
 
     /// Raises a topic's partition count.
-    pub fn create_partitions(&self, name: &str, count: i32, validate_only: bool) -> Result<(), TopicError> {
+    pub fn create_partitions(
+        &self,
+        name: &str,
+        count: i32,
+        validate_only: bool,
+    ) -> Result<(), TopicError> {
         let _admin = self.admin.lock().unwrap_or_else(|e| e.into_inner());
-        let topic = self.topic(name).ok_or_else(|| TopicError::UnknownTopic(name.to_string()))?;
+        let topic = self
+            .topic(name)
+            .ok_or_else(|| TopicError::UnknownTopic(name.to_string()))?;
         let current = topic.partition_count() as i32;
         if count <= current {
             return Err(TopicError::InvalidPartitions(format!(
@@ -400,7 +445,12 @@ impl LogManager {
         }
         let mut new_logs = Vec::new();
         for p in current..count {
-            new_logs.push(PartitionLog::create(&self.data_dir, name, p, topic.config.clone())?);
+            new_logs.push(PartitionLog::create(
+                &self.data_dir,
+                name,
+                p,
+                topic.config.clone(),
+            )?);
         }
         topic
             .partitions
@@ -424,7 +474,9 @@ impl LogManager {
     ) -> Result<(), TopicError> {
         config::validate_overrides(&overrides).map_err(TopicError::InvalidConfig)?;
         let _admin = self.admin.lock().unwrap_or_else(|e| e.into_inner());
-        let topic = self.topic(name).ok_or_else(|| TopicError::UnknownTopic(name.to_string()))?;
+        let topic = self
+            .topic(name)
+            .ok_or_else(|| TopicError::UnknownTopic(name.to_string()))?;
         if validate_only {
             return Ok(());
         }
@@ -459,7 +511,8 @@ impl LogManager {
             spawn_flusher(log);
         }
         let me = self.clone();
-        let interval = Duration::from_millis(self.broker.i64("log.retention.check.interval.ms").max(1) as u64);
+        let interval =
+            Duration::from_millis(self.broker.i64("log.retention.check.interval.ms").max(1) as u64);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(interval);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -472,7 +525,11 @@ impl LogManager {
             }
         });
         let me = self.clone();
-        let interval = Duration::from_millis(self.broker.i64("log.flush.offset.checkpoint.interval.ms").max(1) as u64);
+        let interval = Duration::from_millis(
+            self.broker
+                .i64("log.flush.offset.checkpoint.interval.ms")
+                .max(1) as u64,
+        );
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(interval);
             tick.tick().await;
@@ -541,7 +598,11 @@ fn base64_url(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
         let chars = chunk.len() + 1;
         for i in 0..chars {

@@ -14,7 +14,11 @@ use strata_broker::log_manager::LogManager;
 use strata_broker::server::{self, Broker};
 
 #[derive(Debug, Parser)]
-#[command(name = "strata", version, about = "Strata: a Kafka-compatible event streaming broker with tiered storage")]
+#[command(
+    name = "strata",
+    version,
+    about = "Strata: a Kafka-compatible event streaming broker with tiered storage"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -71,7 +75,12 @@ struct BrokerArgs {
     /// log.cleanup.policy, compression.type, min.insync.replicas,
     /// log.flush.offset.checkpoint.interval.ms, node.id.
     /// In STRATA_SET, separate several with ';'.
-    #[arg(long = "set", env = "STRATA_SET", value_name = "NAME=VALUE", value_delimiter = ';')]
+    #[arg(
+        long = "set",
+        env = "STRATA_SET",
+        value_name = "NAME=VALUE",
+        value_delimiter = ';'
+    )]
     set: Vec<String>,
 
     /// Log output format.
@@ -119,18 +128,30 @@ fn parse_host_port(s: &str, what: &str) -> anyhow::Result<(String, u16)> {
     let (host, port) = s
         .rsplit_once(':')
         .with_context(|| format!("{what} must be HOST:PORT, got `{s}`"))?;
-    let port: u16 = port.parse().with_context(|| format!("{what} has an invalid port in `{s}`"))?;
-    Ok((host.trim_start_matches('[').trim_end_matches(']').to_string(), port))
+    let port: u16 = port
+        .parse()
+        .with_context(|| format!("{what} has an invalid port in `{s}`"))?;
+    Ok((
+        host.trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string(),
+        port,
+    ))
 }
 
 async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
-    let config = Arc::new(BrokerConfig::load(args.config.as_deref(), &args.set).context("invalid broker settings")?);
+    let config = Arc::new(
+        BrokerConfig::load(args.config.as_deref(), &args.set).context("invalid broker settings")?,
+    );
     parse_host_port(&args.http_listen, "--http-listen")?;
     let object_store = args
         .object_store
         .clone()
         .unwrap_or_else(|| format!("file://{}/bucket", args.data_dir.display()));
-    if !["file://", "memory://", "s3://", "gs://", "az://"].iter().any(|p| object_store.starts_with(p)) {
+    if !["file://", "memory://", "s3://", "gs://", "az://"]
+        .iter()
+        .any(|p| object_store.starts_with(p))
+    {
         anyhow::bail!("--object-store `{object_store}` must start with file://, memory://, s3://, gs:// or az://");
     }
 

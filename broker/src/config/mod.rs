@@ -48,10 +48,12 @@ impl BrokerConfig {
                 path: path.display().to_string(),
                 message: e.to_string(),
             })?;
-            let table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::File {
-                path: path.display().to_string(),
-                message: e.to_string(),
-            })?;
+            let table: toml::Table =
+                text.parse()
+                    .map_err(|e: toml::de::Error| ConfigError::File {
+                        path: path.display().to_string(),
+                        message: e.to_string(),
+                    })?;
             let mut flat = BTreeMap::new();
             flatten("", &toml::Value::Table(table), &mut flat);
             for (k, v) in flat {
@@ -70,7 +72,8 @@ impl BrokerConfig {
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
         let def = broker_def(name).ok_or_else(|| ConfigError::Unknown(name.to_string()))?;
         def.validate(value).map_err(ConfigError::Invalid)?;
-        self.explicit.insert(name.to_string(), value.trim().to_string());
+        self.explicit
+            .insert(name.to_string(), value.trim().to_string());
         Ok(())
     }
 
@@ -101,7 +104,9 @@ impl BrokerConfig {
             }
             _ => {}
         }
-        broker_def(name).map(|d| d.default.to_string()).unwrap_or_default()
+        broker_def(name)
+            .map(|d| d.default.to_string())
+            .unwrap_or_default()
     }
 
     /// Whether the operator set this setting (directly or by a fallback).

@@ -16,7 +16,12 @@ pub fn read(path: &Path) -> io::Result<Offsets> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Offsets::new()),
         Err(e) => return Err(e),
     };
-    let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {what}", path.display()));
+    let bad = |what: &str| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: {what}", path.display()),
+        )
+    };
     let mut lines = text.lines();
     if lines.next() != Some("0") {
         return Err(bad("unsupported checkpoint version"));
@@ -28,7 +33,8 @@ pub fn read(path: &Path) -> io::Result<Offsets> {
     let mut out = Offsets::with_capacity(count);
     for line in lines.take(count) {
         let mut parts = line.rsplitn(3, ' ');
-        let (Some(off), Some(part), Some(topic)) = (parts.next(), parts.next(), parts.next()) else {
+        let (Some(off), Some(part), Some(topic)) = (parts.next(), parts.next(), parts.next())
+        else {
             return Err(bad("malformed entry"));
         };
         let off: i64 = off.parse().map_err(|_| bad("malformed offset"))?;

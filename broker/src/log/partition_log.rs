@@ -149,7 +149,9 @@ impl PartitionLog {
         fsync_dir(data_dir)?;
         let mut segments = BTreeMap::new();
         segments.insert(0, seg);
-        Ok(Self::from_parts(topic, partition, dir, config, segments, 0, 0))
+        Ok(Self::from_parts(
+            topic, partition, dir, config, segments, 0, 0,
+        ))
     }
 
     /// Opens an existing partition. Segments from the one holding
@@ -175,7 +177,10 @@ impl PartitionLog {
                 if let Ok(base) = stem.parse::<i64>() {
                     bases.push(base);
                 }
-            } else if name.ends_with(".deleted") || name.ends_with(".swap") || name.ends_with(".tmp") {
+            } else if name.ends_with(".deleted")
+                || name.ends_with(".swap")
+                || name.ends_with(".tmp")
+            {
                 let _ = fs::remove_file(dir.join(name.as_ref()));
             }
         }
@@ -184,14 +189,24 @@ impl PartitionLog {
         let recover_from = match (clean_shutdown, recovery_point) {
             (true, _) => i64::MAX,
             (false, None) => i64::MIN,
-            (false, Some(rp)) => bases.iter().copied().filter(|b| *b <= rp).max().unwrap_or(i64::MIN),
+            (false, Some(rp)) => bases
+                .iter()
+                .copied()
+                .filter(|b| *b <= rp)
+                .max()
+                .unwrap_or(i64::MIN),
         };
         let mut segments = BTreeMap::new();
         let mut expected_next: Option<i64> = None;
         let mut drop_rest = false;
         for base in bases {
             if drop_rest {
-                tracing::warn!(topic, partition, base, "deleting segment after a corrupt one");
+                tracing::warn!(
+                    topic,
+                    partition,
+                    base,
+                    "deleting segment after a corrupt one"
+                );
                 remove_segment_files(&dir, base);
                 continue;
             }
@@ -200,7 +215,9 @@ impl PartitionLog {
                 LogSegment::open(&dir, base, settings(&cfg), recover)?;
             if report.truncated_bytes > 0 {
                 tracing::warn!(
-                    topic, partition, base,
+                    topic,
+                    partition,
+                    base,
                     truncated_bytes = report.truncated_bytes,
                     reason = report.stopped_by.as_deref().unwrap_or(""),
                     "recovery truncated a torn or corrupt segment tail"
@@ -209,7 +226,12 @@ impl PartitionLog {
             }
             if let Some(n) = expected_next {
                 if base < n {
-                    tracing::warn!(topic, partition, base, "segment overlaps the previous one; deleting it");
+                    tracing::warn!(
+                        topic,
+                        partition,
+                        base,
+                        "segment overlaps the previous one; deleting it"
+                    );
                     drop(seg);
                     remove_segment_files(&dir, base);
                     continue;
@@ -227,9 +249,15 @@ impl PartitionLog {
             active.file().sync_data()?;
         }
         let first = *segments.keys().next().unwrap_or(&0);
-        let leo = segments.values().next_back().map(|s| s.next_offset()).unwrap_or(0);
+        let leo = segments
+            .values()
+            .next_back()
+            .map(|s| s.next_offset())
+            .unwrap_or(0);
         let log_start = log_start_checkpoint.unwrap_or(first).clamp(first, leo);
-        Ok(Self::from_parts(topic, partition, dir, config, segments, log_start, leo))
+        Ok(Self::from_parts(
+            topic, partition, dir, config, segments, log_start, leo,
+        ))
     }
 
     fn from_parts(
@@ -316,7 +344,13 @@ impl PartitionLog {
         let mut pos = 0usize;
         for h in headers {
             let last = next + h.last_offset_delta as i64;
-            if inner.active().should_roll(h.size as u64, last, cfg.segment_bytes, cfg.segment_ms, now) {
+            if inner.active().should_roll(
+                h.size as u64,
+                last,
+                cfg.segment_bytes,
+                cfg.segment_ms,
+                now,
+            ) {
                 self.roll_locked(&mut inner, &cfg)?;
             }
             let mut scratch = std::mem::take(&mut inner.scratch);
@@ -425,7 +459,12 @@ impl PartitionLog {
     /// Reads whole batches starting with the one that contains `offset`, up
     /// to `max_bytes` and below the high watermark. With `min_one`, the
     /// first batch is returned even if it is larger than `max_bytes`.
-    pub fn read(&self, offset: i64, max_bytes: usize, min_one: bool) -> Result<ReadResult, LogError> {
+    pub fn read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        min_one: bool,
+    ) -> Result<ReadResult, LogError> {
         let hw = self.high_watermark();
         let (candidates, log_start_offset) = {
             let inner = self.lock();
@@ -528,7 +567,13 @@ impl PartitionLog {
                     best = Some(s);
                 }
             }
-            best.map(|s| (s.slice(), s.position_for_timestamp(s.max_timestamp()), s.max_timestamp()))
+            best.map(|s| {
+                (
+                    s.slice(),
+                    s.position_for_timestamp(s.max_timestamp()),
+                    s.max_timestamp(),
+                )
+            })
         };
         let Some((slice, hint, max_ts)) = best else {
             return Ok(None);
@@ -568,7 +613,9 @@ impl PartitionLog {
                 let cutoff = now - cfg.retention_ms;
                 loop {
                     let count = inner.segments.len();
-                    let Some(first) = inner.segments.values().next() else { break };
+                    let Some(first) = inner.segments.values().next() else {
+                        break;
+                    };
                     if first.is_empty() || retention_timestamp(first) >= cutoff {
                         break;
                     }
@@ -586,7 +633,9 @@ impl PartitionLog {
             if cfg.retention_bytes >= 0 {
                 let mut total: u64 = inner.segments.values().map(|s| s.size()).sum();
                 while inner.segments.len() > 1 {
-                    let Some(first) = inner.segments.values().next() else { break };
+                    let Some(first) = inner.segments.values().next() else {
+                        break;
+                    };
                     if total.saturating_sub(first.size()) < cfg.retention_bytes as u64 {
                         break;
                     }
@@ -626,7 +675,10 @@ impl PartitionLog {
     pub fn roll_if_expired(&self, now: i64) -> Result<bool, LogError> {
         let cfg = self.config.get();
         let mut inner = self.lock();
-        if inner.active().should_roll(0, inner.log_end_offset(), u64::MAX, cfg.segment_ms, now) {
+        if inner
+            .active()
+            .should_roll(0, inner.log_end_offset(), u64::MAX, cfg.segment_ms, now)
+        {
             self.roll_locked(&mut inner, &cfg)?;
             return Ok(true);
         }
@@ -682,4 +734,184 @@ fn remove_segment_files(dir: &Path, base: i64) {
 
 pub fn fsync_dir(dir: &Path) -> io::Result<()> {
     fs::File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::BrokerConfig;
+    use crate::log::batch::testing;
+
+    fn config(sets: &[&str]) -> Arc<SharedConfig> {
+        let broker = BrokerConfig::load(
+            None,
+            &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        SharedConfig::new(TopicConfig::resolve(&broker, &BTreeMap::new()))
+    }
+
+    fn append_n(log: &PartitionLog, batches: usize, ts: i64) -> Vec<AppendInfo> {
+        (0..batches)
+            .map(|i| {
+                let b = testing::batch(4, 100, ts + i as i64 * 10);
+                let h = batch::validate_all(&b).unwrap();
+                log.append(&b, &h).unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn offsets_are_assigned_and_reads_stop_at_high_watermark() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = PartitionLog::create(dir.path(), "t", 0, config(&[])).unwrap();
+        let infos = append_n(&log, 3, 1_000);
+        assert_eq!(infos[0].base_offset, 0);
+        assert_eq!(infos[2].last_offset, 11);
+        // Nothing is visible before it is durable.
+        assert_eq!(log.high_watermark(), 0);
+        assert!(log.read(0, 1 << 20, true).unwrap().records.is_empty());
+        log.flush().unwrap();
+        assert_eq!(log.high_watermark(), 12);
+        let r = log.read(5, 1 << 20, true).unwrap();
+        // The batch holding offset 5 starts at 4.
+        let first = BatchHeader::parse(&r.records).unwrap();
+        assert_eq!(first.base_offset, 4);
+        assert_eq!(BatchScanner::new(&r.records, true).count(), 2);
+        assert!(matches!(
+            log.read(13, 100, true),
+            Err(LogError::OffsetOutOfRange { .. })
+        ));
+        assert!(log.read(12, 100, true).unwrap().records.is_empty());
+    }
+
+    #[test]
+    fn max_bytes_returns_whole_batches_and_min_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = PartitionLog::create(dir.path(), "t", 0, config(&[])).unwrap();
+        append_n(&log, 3, 0);
+        log.flush().unwrap();
+        let size = BatchHeader::parse(&log.read(0, 1 << 20, true).unwrap().records)
+            .unwrap()
+            .size;
+        let r = log.read(0, size + size / 2, true).unwrap();
+        assert_eq!(r.records.len(), size);
+        assert!(log.read(0, 10, false).unwrap().records.is_empty());
+        assert_eq!(log.read(0, 10, true).unwrap().records.len(), size);
+    }
+
+    #[test]
+    fn rolls_segments_and_reads_across_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let log =
+            PartitionLog::create(dir.path(), "t", 0, config(&["log.segment.bytes=1000"])).unwrap();
+        append_n(&log, 20, 0);
+        log.flush().unwrap();
+        assert!(log.segment_count() >= 5);
+        let mut offset = 0;
+        let mut seen = 0;
+        while offset < log.high_watermark() {
+            let r = log.read(offset, 1 << 20, true).unwrap();
+            for (_, h) in BatchScanner::new(&r.records, true) {
+                assert_eq!(h.base_offset, offset);
+                offset = h.next_offset();
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, 20);
+    }
+
+    #[test]
+    fn timestamp_lookups_across_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let log =
+            PartitionLog::create(dir.path(), "t", 0, config(&["log.segment.bytes=1000"])).unwrap();
+        // Batch i holds timestamps 10_000 + i*10 + 0..3.
+        append_n(&log, 20, 10_000);
+        log.flush().unwrap();
+        assert_eq!(log.offset_for_timestamp(0).unwrap(), Some((0, 10_000)));
+        assert_eq!(
+            log.offset_for_timestamp(10_052).unwrap(),
+            Some((22, 10_052))
+        );
+        // Between records: the next one.
+        assert_eq!(
+            log.offset_for_timestamp(10_055).unwrap(),
+            Some((24, 10_060))
+        );
+        assert_eq!(log.offset_for_timestamp(99_999).unwrap(), None);
+        assert_eq!(log.max_timestamp_offset().unwrap(), Some((79, 10_193)));
+    }
+
+    #[test]
+    fn retention_by_bytes_and_time_advances_log_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(&["log.segment.bytes=1000"]);
+        let log = PartitionLog::create(dir.path(), "t", 0, cfg.clone()).unwrap();
+        let now = now_ms();
+        append_n(&log, 20, now - 10_000);
+        log.flush().unwrap();
+        let before = log.segment_count();
+        let mut c = (*cfg.get()).clone();
+        c.retention_bytes = 2_000;
+        cfg.set(c.clone());
+        let deleted = log.enforce_retention(now).unwrap();
+        assert!(deleted > 0 && log.segment_count() == before - deleted);
+        assert!(log.size_bytes() <= 3_000);
+        let start = log.log_start_offset();
+        assert!(start > 0);
+        assert!(matches!(
+            log.read(0, 100, true),
+            Err(LogError::OffsetOutOfRange { .. })
+        ));
+        assert!(!log.read(start, 1 << 20, true).unwrap().records.is_empty());
+        // Everything is older than 5 s: time retention empties the log,
+        // rolling the active segment, and the log keeps its offsets.
+        c.retention_bytes = -1;
+        c.retention_ms = 5_000;
+        cfg.set(c);
+        log.enforce_retention(now).unwrap();
+        assert_eq!(log.segment_count(), 1);
+        assert_eq!(log.log_start_offset(), 80);
+        assert_eq!(log.log_end_offset(), 80);
+        let info = append_n(&log, 1, now)[0];
+        assert_eq!(info.base_offset, 80);
+    }
+
+    #[test]
+    fn unclean_reopen_truncates_torn_tail_and_keeps_durable_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(&["log.segment.bytes=1000"]);
+        let log = PartitionLog::create(dir.path(), "t", 0, cfg.clone()).unwrap();
+        append_n(&log, 10, 0);
+        log.flush().unwrap();
+        let hw = log.high_watermark();
+        let active = log.lock().active().log_path();
+        drop(log);
+        // A torn write: half a batch at the end of the active segment.
+        let half = testing::batch(4, 100, 0);
+        let mut f = fs::OpenOptions::new().append(true).open(&active).unwrap();
+        std::io::Write::write_all(&mut f, &half[..half.len() / 2]).unwrap();
+        let log = PartitionLog::open(dir.path(), "t", 0, cfg, Some(0), None, false).unwrap();
+        assert_eq!(log.log_end_offset(), hw);
+        assert_eq!(log.high_watermark(), hw);
+        let mut offset = 0;
+        while offset < hw {
+            let r = log.read(offset, 1 << 20, true).unwrap();
+            let (_, last) = BatchScanner::new(&r.records, true).last().unwrap();
+            offset = last.next_offset();
+        }
+        assert_eq!(offset, hw);
+    }
+
+    #[tokio::test]
+    async fn acks_all_waits_for_flusher_group_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = PartitionLog::create(dir.path(), "t", 0, config(&[])).unwrap();
+        tokio::spawn(log.clone().run_flusher());
+        let infos = append_n(&log, 50, 0);
+        let end = infos.last().unwrap().last_offset + 1;
+        assert!(log.wait_durable(end, Duration::from_secs(10)).await);
+        assert_eq!(log.high_watermark(), end);
+    }
 }

@@ -253,7 +253,10 @@ impl LogSegment {
                 position: position as u32,
             });
             if self.max_timestamp >= 0
-                && self.time_index.last().is_none_or(|t| self.max_timestamp > t.timestamp)
+                && self
+                    .time_index
+                    .last()
+                    .is_none_or(|t| self.max_timestamp > t.timestamp)
             {
                 self.time_index.append(TimestampOffset {
                     timestamp: self.max_timestamp,
@@ -296,7 +299,9 @@ impl LogSegment {
             return false;
         }
         self.size + batch_size > segment_bytes
-            || self.first_append_ms.is_some_and(|t| now_ms - t >= segment_ms)
+            || self
+                .first_append_ms
+                .is_some_and(|t| now_ms - t >= segment_ms)
             || self.index.is_full()
             || self.time_index.is_full()
             || last_offset - self.base_offset > u32::MAX as i64
@@ -307,7 +312,10 @@ impl LogSegment {
     /// and makes the log and both indexes durable.
     pub fn seal(&mut self) -> io::Result<()> {
         if self.max_timestamp >= 0
-            && self.time_index.last().is_none_or(|t| self.max_timestamp > t.timestamp)
+            && self
+                .time_index
+                .last()
+                .is_none_or(|t| self.max_timestamp > t.timestamp)
         {
             self.time_index.append(TimestampOffset {
                 timestamp: self.max_timestamp,
@@ -428,7 +436,11 @@ impl SegmentSlice {
     }
 
     /// From `position`, the first batch whose max timestamp is `>= ts`.
-    pub fn seek_timestamp(&self, mut position: u64, ts: i64) -> io::Result<Option<(u64, BatchHeader)>> {
+    pub fn seek_timestamp(
+        &self,
+        mut position: u64,
+        ts: i64,
+    ) -> io::Result<Option<(u64, BatchHeader)>> {
         while let Some(h) = self.header_at(position)? {
             if h.max_timestamp >= ts {
                 return Ok(Some((position, h)));
@@ -456,13 +468,26 @@ fn scan_file(
     verify_crc: bool,
     mut on_batch: impl FnMut(u64, &BatchHeader) -> bool,
 ) -> io::Result<(u64, Option<BatchError>)> {
-    let mut reader = BufReader::with_capacity(1 << 20, ReadAt { file, pos: from, end });
+    let mut reader = BufReader::with_capacity(
+        1 << 20,
+        ReadAt {
+            file,
+            pos: from,
+            end,
+        },
+    );
     let mut pos = from;
     let mut buf = Vec::with_capacity(64 * 1024);
     while pos < end {
         let remaining = end - pos;
         if remaining < LOG_OVERHEAD as u64 {
-            return Ok((pos, Some(BatchError::Truncated { needed: LOG_OVERHEAD, available: remaining as usize })));
+            return Ok((
+                pos,
+                Some(BatchError::Truncated {
+                    needed: LOG_OVERHEAD,
+                    available: remaining as usize,
+                }),
+            ));
         }
         buf.resize(LOG_OVERHEAD, 0);
         reader.read_exact(&mut buf[..LOG_OVERHEAD])?;
@@ -472,7 +497,13 @@ fn scan_file(
         }
         let size = LOG_OVERHEAD + length as usize;
         if size as u64 > remaining {
-            return Ok((pos, Some(BatchError::Truncated { needed: size, available: remaining as usize })));
+            return Ok((
+                pos,
+                Some(BatchError::Truncated {
+                    needed: size,
+                    available: remaining as usize,
+                }),
+            ));
         }
         buf.resize(size, 0);
         reader.read_exact(&mut buf[LOG_OVERHEAD..])?;
@@ -556,7 +587,10 @@ mod tests {
         for (i, pos) in positions.iter().enumerate() {
             for k in 0..3 {
                 let off = 100 + (i * 3 + k) as i64;
-                let (p, h) = slice.seek(reopened.position_hint(off), off).unwrap().unwrap();
+                let (p, h) = slice
+                    .seek(reopened.position_hint(off), off)
+                    .unwrap()
+                    .unwrap();
                 assert_eq!(p, *pos);
                 assert_eq!(h.base_offset, 100 + (i * 3) as i64);
             }

@@ -4,7 +4,9 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{decode_request_header_from_buffer, Decodable, Encodable, HeaderVersion};
+use kafka_protocol::protocol::{
+    decode_request_header_from_buffer, Decodable, Encodable, HeaderVersion,
+};
 use kafka_protocol::ResponseError;
 use thiserror::Error;
 
@@ -21,7 +23,11 @@ pub enum DispatchError {
     #[error("unsupported version {version} of {api:?}")]
     UnsupportedVersion { api: ApiKey, version: i16 },
     #[error("cannot decode {api:?} v{version}: {message}")]
-    Decode { api: ApiKey, version: i16, message: String },
+    Decode {
+        api: ApiKey,
+        version: i16,
+        message: String,
+    },
     #[error("cannot encode response: {0}")]
     Encode(String),
 }
@@ -44,11 +50,12 @@ impl Request {
         let key = i16::from_be_bytes([frame[0], frame[1]]);
         let version = i16::from_be_bytes([frame[2], frame[3]]);
         let api_key = ApiKey::try_from(key).map_err(|_| DispatchError::UnknownApiKey(key))?;
-        let header = decode_request_header_from_buffer(&mut frame).map_err(|e| DispatchError::Decode {
-            api: api_key,
-            version,
-            message: format!("request header: {e}"),
-        })?;
+        let header =
+            decode_request_header_from_buffer(&mut frame).map_err(|e| DispatchError::Decode {
+                api: api_key,
+                version,
+                message: format!("request header: {e}"),
+            })?;
         Ok(Request {
             api_key,
             version,
@@ -122,16 +129,30 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
             let _r: ApiVersionsRequest = req.decode()?;
             encode_response(cid, version, &handlers::cluster::api_versions(0)).map(Some)
         }
-        ApiKey::FindCoordinator => route!(FindCoordinatorRequest, handlers::cluster::find_coordinator),
-        ApiKey::DescribeCluster => route!(DescribeClusterRequest, handlers::cluster::describe_cluster),
+        ApiKey::FindCoordinator => {
+            route!(FindCoordinatorRequest, handlers::cluster::find_coordinator)
+        }
+        ApiKey::DescribeCluster => {
+            route!(DescribeClusterRequest, handlers::cluster::describe_cluster)
+        }
         ApiKey::CreateTopics => route!(CreateTopicsRequest, handlers::topics::create_topics),
         ApiKey::DeleteTopics => route!(DeleteTopicsRequest, handlers::topics::delete_topics),
-        ApiKey::CreatePartitions => route!(CreatePartitionsRequest, handlers::topics::create_partitions),
-        ApiKey::DescribeConfigs => route!(DescribeConfigsRequest, handlers::configs::describe_configs),
+        ApiKey::CreatePartitions => {
+            route!(CreatePartitionsRequest, handlers::topics::create_partitions)
+        }
+        ApiKey::DescribeConfigs => {
+            route!(DescribeConfigsRequest, handlers::configs::describe_configs)
+        }
         ApiKey::AlterConfigs => route!(AlterConfigsRequest, handlers::configs::alter_configs),
         ApiKey::IncrementalAlterConfigs => {
-            route!(IncrementalAlterConfigsRequest, handlers::configs::incremental_alter_configs)
+            route!(
+                IncrementalAlterConfigsRequest,
+                handlers::configs::incremental_alter_configs
+            )
         }
-        other => Err(DispatchError::UnsupportedVersion { api: other, version }),
+        other => Err(DispatchError::UnsupportedVersion {
+            api: other,
+            version,
+        }),
     }
 }

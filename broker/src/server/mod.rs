@@ -7,6 +7,9 @@ pub mod dispatch;
 pub mod handlers;
 pub mod versions;
 
+#[cfg(test)]
+mod tests;
+
 use std::sync::Arc;
 
 use kafka_protocol::protocol::StrBytes;
@@ -37,7 +40,11 @@ impl Broker {
 }
 
 /// Accepts connections until `shutdown` flips to true.
-pub async fn serve(listener: TcpListener, broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
+pub async fn serve(
+    listener: TcpListener,
+    broker: Arc<Broker>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {

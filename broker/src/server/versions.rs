@@ -22,7 +22,10 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
 ];
 
 pub fn range(api: ApiKey) -> Option<(i16, i16)> {
-    SUPPORTED.iter().find(|(k, _, _)| *k == api).map(|(_, lo, hi)| (*lo, *hi))
+    SUPPORTED
+        .iter()
+        .find(|(k, _, _)| *k == api)
+        .map(|(_, lo, hi)| (*lo, *hi))
 }
 
 pub fn is_supported(api: ApiKey, version: i16) -> bool {
@@ -37,7 +40,10 @@ mod tests {
     fn within_codec_range() {
         for (api, lo, hi) in SUPPORTED {
             let v = api.valid_versions();
-            assert!(*lo >= v.min && *hi <= v.max, "{api:?} {lo}..{hi} outside codec {v:?}");
+            assert!(
+                *lo >= v.min && *hi <= v.max,
+                "{api:?} {lo}..{hi} outside codec {v:?}"
+            );
         }
     }
 }

@@ -28,7 +28,11 @@ pub fn api_versions(error_code: i16) -> ApiVersionsResponse {
     r
 }
 
-pub async fn describe_cluster(req: DescribeClusterRequest, _version: i16, b: &Broker) -> DescribeClusterResponse {
+pub async fn describe_cluster(
+    req: DescribeClusterRequest,
+    _version: i16,
+    b: &Broker,
+) -> DescribeClusterResponse {
     let mut r = DescribeClusterResponse::default();
     // endpoint_type 1 = brokers; 2 (controllers) is not something a
     // single combined node exposes separately.
@@ -49,7 +53,11 @@ pub async fn describe_cluster(req: DescribeClusterRequest, _version: i16, b: &Br
     r
 }
 
-pub async fn find_coordinator(req: FindCoordinatorRequest, version: i16, b: &Broker) -> FindCoordinatorResponse {
+pub async fn find_coordinator(
+    req: FindCoordinatorRequest,
+    version: i16,
+    b: &Broker,
+) -> FindCoordinatorResponse {
     let mut r = FindCoordinatorResponse::default();
     let error = match req.key_type {
         0 | 1 => 0,

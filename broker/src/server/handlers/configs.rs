@@ -25,7 +25,11 @@ const OP_DELETE: i8 = 1;
 const OP_APPEND: i8 = 2;
 const OP_SUBTRACT: i8 = 3;
 
-pub async fn describe_configs(req: DescribeConfigsRequest, version: i16, b: &Broker) -> DescribeConfigsResponse {
+pub async fn describe_configs(
+    req: DescribeConfigsRequest,
+    version: i16,
+    b: &Broker,
+) -> DescribeConfigsResponse {
     let mut r = DescribeConfigsResponse::default();
     for res in req.resources {
         let mut out = DescribeConfigsResult::default();
@@ -36,7 +40,11 @@ pub async fn describe_configs(req: DescribeConfigsRequest, version: i16, b: &Bro
             .as_ref()
             .map(|k| k.iter().map(|x| x.to_string()).collect());
         let keep = |d: &ConfigDef| wanted.as_ref().is_none_or(|w| w.contains(d.name));
-        let entry = |d: &ConfigDef, value: Option<String>, source: ConfigSource, synonyms: Vec<DescribeConfigsSynonym>, read_only: bool| {
+        let entry = |d: &ConfigDef,
+                     value: Option<String>,
+                     source: ConfigSource,
+                     synonyms: Vec<DescribeConfigsSynonym>,
+                     read_only: bool| {
             let mut c = DescribeConfigsResourceResult::default();
             c.name = s(d.name);
             c.value = value.map(s);
@@ -57,14 +65,18 @@ pub async fn describe_configs(req: DescribeConfigsRequest, version: i16, b: &Bro
             RESOURCE_TOPIC => match b.logs.topic(&res.resource_name) {
                 None => {
                     out.error_code = ResponseError::UnknownTopicOrPartition.code();
-                    out.error_message = Some(s(format!("Topic {} does not exist", res.resource_name.as_str())));
+                    out.error_message = Some(s(format!(
+                        "Topic {} does not exist",
+                        res.resource_name.as_str()
+                    )));
                 }
                 Some(topic) => {
                     let overrides = topic.overrides();
                     for d in TOPIC_CONFIGS.iter().filter(|d| keep(d)) {
                         let (value, source) = config::effective(&b.config, &overrides, d.name);
                         let synonyms = topic_synonyms(d, &overrides, b);
-                        out.configs.push(entry(d, Some(value), source, synonyms, false));
+                        out.configs
+                            .push(entry(d, Some(value), source, synonyms, false));
                     }
                 }
             },
@@ -72,15 +84,28 @@ pub async fn describe_configs(req: DescribeConfigsRequest, version: i16, b: &Bro
                 let name = res.resource_name.as_str();
                 if !name.is_empty() && name != b.node_id.to_string() {
                     out.error_code = ResponseError::InvalidRequest.code();
-                    out.error_message = Some(s(format!("Unexpected broker id {name}; this is broker {}", b.node_id)));
+                    out.error_message = Some(s(format!(
+                        "Unexpected broker id {name}; this is broker {}",
+                        b.node_id
+                    )));
                 } else {
                     for d in BROKER_CONFIGS.iter().filter(|d| keep(d)) {
                         let value = b.config.value(d.name);
                         let value = (!value.is_empty()).then_some(value);
                         let (source, syns) = if b.config.is_explicit(d.name) {
-                            (ConfigSource::StaticBrokerConfig, vec![synonym(d.name, value.clone(), ConfigSource::StaticBrokerConfig)])
+                            (
+                                ConfigSource::StaticBrokerConfig,
+                                vec![synonym(
+                                    d.name,
+                                    value.clone(),
+                                    ConfigSource::StaticBrokerConfig,
+                                )],
+                            )
                         } else {
-                            (ConfigSource::DefaultConfig, vec![synonym(d.name, value.clone(), ConfigSource::DefaultConfig)])
+                            (
+                                ConfigSource::DefaultConfig,
+                                vec![synonym(d.name, value.clone(), ConfigSource::DefaultConfig)],
+                            )
                         };
                         out.configs.push(entry(d, value, source, syns, true));
                     }
@@ -106,22 +131,38 @@ fn synonym(name: &str, value: Option<String>, source: ConfigSource) -> DescribeC
 
 /// Kafka's synonym chain for a topic setting: topic override, the broker
 /// setting it falls back to (if set), then the default.
-fn topic_synonyms(d: &ConfigDef, overrides: &BTreeMap<String, String>, b: &Broker) -> Vec<DescribeConfigsSynonym> {
+fn topic_synonyms(
+    d: &ConfigDef,
+    overrides: &BTreeMap<String, String>,
+    b: &Broker,
+) -> Vec<DescribeConfigsSynonym> {
     let mut v = Vec::new();
     if let Some(o) = overrides.get(d.name) {
         v.push(synonym(d.name, Some(o.clone()), ConfigSource::TopicConfig));
     }
     if let Some(syn) = d.broker_synonym {
         if b.config.is_explicit(syn) {
-            v.push(synonym(syn, Some(b.config.value(syn)), ConfigSource::StaticBrokerConfig));
+            v.push(synonym(
+                syn,
+                Some(b.config.value(syn)),
+                ConfigSource::StaticBrokerConfig,
+            ));
         }
-        v.push(synonym(syn, Some(d.default.to_string()), ConfigSource::DefaultConfig));
+        v.push(synonym(
+            syn,
+            Some(d.default.to_string()),
+            ConfigSource::DefaultConfig,
+        ));
     }
     v
 }
 
 /// Result of one resource of an alter request.
-fn resource_result(resource_type: i8, name: StrBytes, outcome: Result<(), (ResponseError, String)>) -> (i16, Option<StrBytes>, i8, StrBytes) {
+fn resource_result(
+    resource_type: i8,
+    name: StrBytes,
+    outcome: Result<(), (ResponseError, String)>,
+) -> (i16, Option<StrBytes>, i8, StrBytes) {
     match outcome {
         Ok(()) => (0, None, resource_type, name),
         Err((code, message)) => (code.code(), Some(s(message)), resource_type, name),
@@ -135,7 +176,12 @@ fn broker_is_static() -> (ResponseError, String) {
     )
 }
 
-async fn apply(b: &Broker, topic: String, overrides: BTreeMap<String, String>, validate_only: bool) -> Result<(), (ResponseError, String)> {
+async fn apply(
+    b: &Broker,
+    topic: String,
+    overrides: BTreeMap<String, String>,
+    validate_only: bool,
+) -> Result<(), (ResponseError, String)> {
     let logs = b.logs.clone();
     blocking(move || logs.set_topic_overrides(&topic, overrides, validate_only))
         .await
@@ -143,7 +189,11 @@ async fn apply(b: &Broker, topic: String, overrides: BTreeMap<String, String>, v
         .map_err(|e| (error_code(&e), e.to_string()))
 }
 
-pub async fn alter_configs(req: AlterConfigsRequest, _version: i16, b: &Broker) -> AlterConfigsResponse {
+pub async fn alter_configs(
+    req: AlterConfigsRequest,
+    _version: i16,
+    b: &Broker,
+) -> AlterConfigsResponse {
     use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
     let mut r = AlterConfigsResponse::default();
     for res in req.resources {
@@ -151,21 +201,32 @@ pub async fn alter_configs(req: AlterConfigsRequest, _version: i16, b: &Broker) 
             RESOURCE_TOPIC => {
                 let name = res.resource_name.to_string();
                 if b.logs.topic(&name).is_none() {
-                    Err((ResponseError::UnknownTopicOrPartition, format!("Topic {name} does not exist")))
+                    Err((
+                        ResponseError::UnknownTopicOrPartition,
+                        format!("Topic {name} does not exist"),
+                    ))
                 } else {
                     // Legacy AlterConfigs replaces the whole set of overrides.
                     let overrides: BTreeMap<String, String> = res
                         .configs
                         .iter()
-                        .filter_map(|c| c.value.as_ref().map(|v| (c.name.to_string(), v.to_string())))
+                        .filter_map(|c| {
+                            c.value
+                                .as_ref()
+                                .map(|v| (c.name.to_string(), v.to_string()))
+                        })
                         .collect();
                     apply(b, name, overrides, req.validate_only).await
                 }
             }
             RESOURCE_BROKER => Err(broker_is_static()),
-            other => Err((ResponseError::InvalidRequest, format!("Unsupported resource type {other}"))),
+            other => Err((
+                ResponseError::InvalidRequest,
+                format!("Unsupported resource type {other}"),
+            )),
         };
-        let (code, message, rt, name) = resource_result(res.resource_type, res.resource_name, outcome);
+        let (code, message, rt, name) =
+            resource_result(res.resource_type, res.resource_name, outcome);
         let mut out = AlterConfigsResourceResponse::default();
         out.error_code = code;
         out.error_message = message;
@@ -188,7 +249,10 @@ pub async fn incremental_alter_configs(
             RESOURCE_TOPIC => {
                 let name = res.resource_name.to_string();
                 match b.logs.topic(&name) {
-                    None => Err((ResponseError::UnknownTopicOrPartition, format!("Topic {name} does not exist"))),
+                    None => Err((
+                        ResponseError::UnknownTopicOrPartition,
+                        format!("Topic {name} does not exist"),
+                    )),
                     Some(topic) => match incremental(topic.overrides(), &res.configs) {
                         Ok(overrides) => apply(b, name, overrides, req.validate_only).await,
                         Err(e) => Err(e),
@@ -196,9 +260,13 @@ pub async fn incremental_alter_configs(
                 }
             }
             RESOURCE_BROKER => Err(broker_is_static()),
-            other => Err((ResponseError::InvalidRequest, format!("Unsupported resource type {other}"))),
+            other => Err((
+                ResponseError::InvalidRequest,
+                format!("Unsupported resource type {other}"),
+            )),
         };
-        let (code, message, rt, name) = resource_result(res.resource_type, res.resource_name, outcome);
+        let (code, message, rt, name) =
+            resource_result(res.resource_type, res.resource_name, outcome);
         let mut out = AlterConfigsResourceResponse::default();
         out.error_code = code;
         out.error_message = message;
@@ -218,14 +286,26 @@ fn incremental(
     for op in ops {
         let name = op.name.to_string();
         if !seen.insert(name.clone()) {
-            return Err((ResponseError::InvalidRequest, format!("Duplicate config key {name} in request")));
+            return Err((
+                ResponseError::InvalidRequest,
+                format!("Duplicate config key {name} in request"),
+            ));
         }
-        let def = config::topic_def(&name)
-            .ok_or_else(|| (ResponseError::InvalidConfig, format!("Unknown topic config name: {name}")))?;
+        let def = config::topic_def(&name).ok_or_else(|| {
+            (
+                ResponseError::InvalidConfig,
+                format!("Unknown topic config name: {name}"),
+            )
+        })?;
         let value = op.value.as_ref().map(|v| v.to_string());
         match op.config_operation {
             OP_SET => {
-                let v = value.ok_or_else(|| (ResponseError::InvalidRequest, format!("Null value not supported for {name}")))?;
+                let v = value.ok_or_else(|| {
+                    (
+                        ResponseError::InvalidRequest,
+                        format!("Null value not supported for {name}"),
+                    )
+                })?;
                 overrides.insert(name, v);
             }
             OP_DELETE => {
@@ -238,9 +318,21 @@ fn incremental(
                         format!("Config value append/subtract is not allowed for config key {name} (not a list)"),
                     ));
                 }
-                let current = overrides.get(&name).cloned().unwrap_or_else(|| def.default.to_string());
-                let mut items: Vec<String> = current.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect();
-                for v in value.unwrap_or_default().split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()) {
+                let current = overrides
+                    .get(&name)
+                    .cloned()
+                    .unwrap_or_else(|| def.default.to_string());
+                let mut items: Vec<String> = current
+                    .split(',')
+                    .map(|x| x.trim().to_string())
+                    .filter(|x| !x.is_empty())
+                    .collect();
+                for v in value
+                    .unwrap_or_default()
+                    .split(',')
+                    .map(|x| x.trim().to_string())
+                    .filter(|x| !x.is_empty())
+                {
                     if op.config_operation == OP_APPEND {
                         if !items.contains(&v) {
                             items.push(v);
@@ -251,7 +343,12 @@ fn incremental(
                 }
                 overrides.insert(name, items.join(","));
             }
-            other => return Err((ResponseError::InvalidRequest, format!("Unknown config operation {other}"))),
+            other => {
+                return Err((
+                    ResponseError::InvalidRequest,
+                    format!("Unknown config operation {other}"),
+                ))
+            }
         }
     }
     Ok(overrides)

@@ -29,7 +29,11 @@ struct Target {
 
 pub async fn handle(req: FetchRequest, version: i16, b: &Broker) -> FetchResponse {
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
-    let response_max = if req.max_bytes <= 0 { usize::MAX } else { req.max_bytes as usize };
+    let response_max = if req.max_bytes <= 0 {
+        usize::MAX
+    } else {
+        req.max_bytes as usize
+    };
     let min_bytes = req.min_bytes.max(0) as usize;
     let read_committed = req.isolation_level == 1;
     let mut names: Vec<(TopicName, Uuid)> = Vec::with_capacity(req.topics.len());
@@ -50,20 +54,30 @@ pub async fn handle(req: FetchRequest, version: i16, b: &Broker) -> FetchRespons
     loop {
         // Subscribe before reading so an append between the read and the
         // wait is not missed.
-        let mut watchers: Vec<_> = targets.iter().filter_map(|t| t.log.as_ref().map(|l| l.subscribe())).collect();
+        let mut watchers: Vec<_> = targets
+            .iter()
+            .filter_map(|t| t.log.as_ref().map(|l| l.subscribe()))
+            .collect();
         let (partitions, total, any_error) = read_all(&targets, response_max, read_committed);
         if total >= min_bytes || any_error || Instant::now() >= deadline || watchers.is_empty() {
             return build(names, &targets, partitions, version);
         }
         let changes = watchers.iter_mut().map(|w| Box::pin(w.changed()));
-        if tokio::time::timeout_at(deadline, select_all(changes)).await.is_err() {
+        if tokio::time::timeout_at(deadline, select_all(changes))
+            .await
+            .is_err()
+        {
             let (partitions, _, _) = read_all(&targets, response_max, read_committed);
             return build(names, &targets, partitions, version);
         }
     }
 }
 
-fn read_all(targets: &[Target], response_max: usize, read_committed: bool) -> (Vec<PartitionData>, usize, bool) {
+fn read_all(
+    targets: &[Target],
+    response_max: usize,
+    read_committed: bool,
+) -> (Vec<PartitionData>, usize, bool) {
     let mut out = Vec::with_capacity(targets.len());
     let mut total = 0usize;
     let mut any_error = false;
@@ -110,7 +124,12 @@ fn read_all(targets: &[Target], response_max: usize, read_committed: bool) -> (V
     (out, total, any_error)
 }
 
-fn build(names: Vec<(TopicName, Uuid)>, targets: &[Target], partitions: Vec<PartitionData>, version: i16) -> FetchResponse {
+fn build(
+    names: Vec<(TopicName, Uuid)>,
+    targets: &[Target],
+    partitions: Vec<PartitionData>,
+    version: i16,
+) -> FetchResponse {
     let mut topics: Vec<FetchableTopicResponse> = names
         .into_iter()
         .map(|(name, id)| {

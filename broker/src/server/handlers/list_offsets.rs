@@ -1,7 +1,9 @@
 //! ListOffsets: earliest (-2), latest (-1, the high watermark), max
 //! timestamp (-3), and the first offset at or after a timestamp.
 
-use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
 use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 
@@ -12,7 +14,7 @@ pub const LATEST: i64 = -1;
 pub const EARLIEST: i64 = -2;
 pub const MAX_TIMESTAMP: i64 = -3;
 
-pub async fn handle(req: ListOffsetsRequest, _version: i16, b: &Broker) -> ListOffsetsResponse {
+pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOffsetsResponse {
     let mut r = ListOffsetsResponse::default();
     for t in req.topics {
         let topic = b.logs.topic(&t.name.0);
@@ -23,11 +25,11 @@ pub async fn handle(req: ListOffsetsRequest, _version: i16, b: &Broker) -> ListO
             pr.partition_index = p.partition_index;
             pr.timestamp = -1;
             pr.offset = -1;
-            pr.leader_epoch = 0;
+            // Leader epochs exist from v4; earlier versions must keep the default.
+            pr.leader_epoch = if version >= 4 { 0 } else { -1 };
             match topic.as_ref().and_then(|t| t.partition(p.partition_index)) {
                 None => {
                     pr.error_code = ResponseError::UnknownTopicOrPartition.code();
-                    pr.leader_epoch = -1;
                 }
                 Some(log) => {
                     let found: Result<Option<(i64, i64)>, LogError> = match p.timestamp {

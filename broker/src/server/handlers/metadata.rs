@@ -37,7 +37,8 @@ pub async fn handle(req: MetadataRequest, version: i16, b: &Broker) -> MetadataR
         r.topics = b.logs.topics().iter().map(|t| describe(t, b)).collect();
         return r;
     };
-    let auto_create = b.config.bool("auto.create.topics.enable") && (version < 4 || req.allow_auto_topic_creation);
+    let auto_create = b.config.bool("auto.create.topics.enable")
+        && (version < 4 || req.allow_auto_topic_creation);
     for t in requested {
         let name = match (&t.name, t.topic_id) {
             (Some(n), _) => n.0.to_string(),
@@ -47,12 +48,17 @@ pub async fn handle(req: MetadataRequest, version: i16, b: &Broker) -> MetadataR
                     continue;
                 }
                 None => {
-                    r.topics.push(error_topic(None, id, ResponseError::UnknownTopicId.code()));
+                    r.topics
+                        .push(error_topic(None, id, ResponseError::UnknownTopicId.code()));
                     continue;
                 }
             },
             _ => {
-                r.topics.push(error_topic(None, Uuid::nil(), ResponseError::InvalidRequest.code()));
+                r.topics.push(error_topic(
+                    None,
+                    Uuid::nil(),
+                    ResponseError::InvalidRequest.code(),
+                ));
                 continue;
             }
         };
@@ -61,11 +67,19 @@ pub async fn handle(req: MetadataRequest, version: i16, b: &Broker) -> MetadataR
             continue;
         }
         if validate_topic_name(&name).is_err() {
-            r.topics.push(error_topic(Some(name), Uuid::nil(), ResponseError::InvalidTopicException.code()));
+            r.topics.push(error_topic(
+                Some(name),
+                Uuid::nil(),
+                ResponseError::InvalidTopicException.code(),
+            ));
             continue;
         }
         if !auto_create {
-            r.topics.push(error_topic(Some(name), Uuid::nil(), ResponseError::UnknownTopicOrPartition.code()));
+            r.topics.push(error_topic(
+                Some(name),
+                Uuid::nil(),
+                ResponseError::UnknownTopicOrPartition.code(),
+            ));
             continue;
         }
         let logs = b.logs.clone();
@@ -76,13 +90,25 @@ pub async fn handle(req: MetadataRequest, version: i16, b: &Broker) -> MetadataR
             // Another request created it first.
             Some(Err(TopicError::AlreadyExists(_))) => match b.logs.topic(&name) {
                 Some(topic) => r.topics.push(describe(&topic, b)),
-                None => r.topics.push(error_topic(Some(name), Uuid::nil(), ResponseError::LeaderNotAvailable.code())),
+                None => r.topics.push(error_topic(
+                    Some(name),
+                    Uuid::nil(),
+                    ResponseError::LeaderNotAvailable.code(),
+                )),
             },
             Some(Err(e)) => {
                 tracing::warn!(topic = %name, error = %e, "auto-create failed");
-                r.topics.push(error_topic(Some(name), Uuid::nil(), ResponseError::UnknownServerError.code()));
+                r.topics.push(error_topic(
+                    Some(name),
+                    Uuid::nil(),
+                    ResponseError::UnknownServerError.code(),
+                ));
             }
-            None => r.topics.push(error_topic(Some(name), Uuid::nil(), ResponseError::UnknownServerError.code())),
+            None => r.topics.push(error_topic(
+                Some(name),
+                Uuid::nil(),
+                ResponseError::UnknownServerError.code(),
+            )),
         }
     }
     r

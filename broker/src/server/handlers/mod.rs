@@ -20,6 +20,8 @@ pub(crate) fn s(v: impl Into<String>) -> StrBytes {
 pub(crate) const NO_AUTHORIZED_OPERATIONS: i32 = i32::MIN;
 
 /// Runs blocking storage work (file creation, fsync) off the async workers.
-pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
     tokio::task::spawn_blocking(f).await.ok()
 }

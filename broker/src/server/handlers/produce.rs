@@ -20,7 +20,12 @@ struct Appended {
     wait_for: Option<(std::sync::Arc<crate::log::PartitionLog>, i64)>,
 }
 
-fn error(index: i32, err: ResponseError, message: String, version: i16) -> PartitionProduceResponse {
+fn error(
+    index: i32,
+    err: ResponseError,
+    message: String,
+    version: i16,
+) -> PartitionProduceResponse {
     let mut p = PartitionProduceResponse::default();
     p.index = index;
     p.error_code = err.code();
@@ -59,12 +64,17 @@ pub async fn handle(req: ProduceRequest, version: i16, b: &Broker) -> Option<Pro
                         response: error(
                             pd.index,
                             ResponseError::UnknownTopicOrPartition,
-                            format!("This server does not host this topic-partition: {name}-{}", pd.index),
+                            format!(
+                                "This server does not host this topic-partition: {name}-{}",
+                                pd.index
+                            ),
                             version,
                         ),
                         wait_for: None,
                     },
-                    Some(log) => append_partition(&log, pd.index, pd.records.as_deref(), acks, version),
+                    Some(log) => {
+                        append_partition(&log, pd.index, pd.records.as_deref(), acks, version)
+                    }
                 }
             };
             if let Some(w) = appended.wait_for.clone() {
@@ -87,7 +97,10 @@ pub async fn handle(req: ProduceRequest, version: i16, b: &Broker) -> Option<Pro
             *p = error(
                 index,
                 ResponseError::RequestTimedOut,
-                format!("the batch was appended but not made durable within {} ms", timeout.as_millis()),
+                format!(
+                    "the batch was appended but not made durable within {} ms",
+                    timeout.as_millis()
+                ),
                 version,
             );
         }
@@ -109,7 +122,10 @@ fn append_partition(
         wait_for: None,
     };
     let Some(records) = records else {
-        return fail(ResponseError::CorruptMessage, "produce request has no records".into());
+        return fail(
+            ResponseError::CorruptMessage,
+            "produce request has no records".into(),
+        );
     };
     let headers = match batch::validate_all(records) {
         Ok(h) => h,

@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, HashSet};
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
-use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
@@ -32,7 +34,11 @@ fn internal() -> TopicError {
     TopicError::Storage("internal task failed".into())
 }
 
-pub async fn create_topics(req: CreateTopicsRequest, version: i16, b: &Broker) -> CreateTopicsResponse {
+pub async fn create_topics(
+    req: CreateTopicsRequest,
+    version: i16,
+    b: &Broker,
+) -> CreateTopicsResponse {
     let mut r = CreateTopicsResponse::default();
     let mut seen = HashSet::new();
     let duplicates: HashSet<String> = req
@@ -48,31 +54,48 @@ pub async fn create_topics(req: CreateTopicsRequest, version: i16, b: &Broker) -
         res.num_partitions = -1;
         res.replication_factor = -1;
         let outcome = if duplicates.contains(&name) {
-            Err((ResponseError::InvalidRequest, format!("Create topics request contains topic {name} more than once")))
+            Err((
+                ResponseError::InvalidRequest,
+                format!("Create topics request contains topic {name} more than once"),
+            ))
         } else {
             let configs: BTreeMap<String, String> = t
                 .configs
                 .iter()
-                .filter_map(|c| c.value.as_ref().map(|v| (c.name.to_string(), v.to_string())))
+                .filter_map(|c| {
+                    c.value
+                        .as_ref()
+                        .map(|v| (c.name.to_string(), v.to_string()))
+                })
                 .collect();
             let (partitions, rf) = match check_assignments(&t, b.node_id) {
                 Ok(p) => p,
                 Err(m) => {
-                    push(&mut r, res, version, Err((ResponseError::InvalidReplicaAssignment, m)));
+                    push(
+                        &mut r,
+                        res,
+                        version,
+                        Err((ResponseError::InvalidReplicaAssignment, m)),
+                    );
                     continue;
                 }
             };
             let logs = b.logs.clone();
             let validate_only = req.validate_only;
             let n = name.clone();
-            let created = blocking(move || logs.create_topic(&n, partitions, rf, configs, validate_only))
-                .await
-                .unwrap_or_else(|| Err(internal()));
+            let created =
+                blocking(move || logs.create_topic(&n, partitions, rf, configs, validate_only))
+                    .await
+                    .unwrap_or_else(|| Err(internal()));
             match created {
                 Ok(topic) => {
                     res.topic_id = if validate_only { Uuid::nil() } else { topic.id };
                     res.num_partitions = if validate_only {
-                        if partitions == -1 { b.config.i32("num.partitions") } else { partitions }
+                        if partitions == -1 {
+                            b.config.i32("num.partitions")
+                        } else {
+                            partitions
+                        }
                     } else {
                         topic.partition_count() as i32
                     };
@@ -82,7 +105,8 @@ pub async fn create_topics(req: CreateTopicsRequest, version: i16, b: &Broker) -
                         TOPIC_CONFIGS
                             .iter()
                             .map(|d| {
-                                let (value, source) = config::effective(&b.config, &overrides, d.name);
+                                let (value, source) =
+                                    config::effective(&b.config, &overrides, d.name);
                                 let mut c = CreatableTopicConfigs::default();
                                 c.name = s(d.name);
                                 c.value = Some(s(value));
@@ -149,12 +173,22 @@ fn check_assignments(
     Ok((t.assignments.len() as i32, 1))
 }
 
-pub async fn delete_topics(req: DeleteTopicsRequest, version: i16, b: &Broker) -> DeleteTopicsResponse {
+pub async fn delete_topics(
+    req: DeleteTopicsRequest,
+    version: i16,
+    b: &Broker,
+) -> DeleteTopicsResponse {
     let mut r = DeleteTopicsResponse::default();
     let targets: Vec<(Option<String>, Uuid)> = if version >= 6 {
-        req.topics.into_iter().map(|t| (t.name.map(|n| n.0.to_string()), t.topic_id)).collect()
+        req.topics
+            .into_iter()
+            .map(|t| (t.name.map(|n| n.0.to_string()), t.topic_id))
+            .collect()
     } else {
-        req.topic_names.into_iter().map(|n| (Some(n.0.to_string()), Uuid::nil())).collect()
+        req.topic_names
+            .into_iter()
+            .map(|n| (Some(n.0.to_string()), Uuid::nil()))
+            .collect()
     };
     for (name, id) in targets {
         let mut res = DeletableTopicResult::default();
@@ -167,14 +201,23 @@ pub async fn delete_topics(req: DeleteTopicsRequest, version: i16, b: &Broker) -
                     res.name = Some(TopicName(s(t.name.clone())));
                     Ok(t.name.clone())
                 }
-                None => Err((ResponseError::UnknownTopicId, format!("Topic id {id} not found"))),
+                None => Err((
+                    ResponseError::UnknownTopicId,
+                    format!("Topic id {id} not found"),
+                )),
             },
-            _ => Err((ResponseError::InvalidRequest, "topic name or id is required".to_string())),
+            _ => Err((
+                ResponseError::InvalidRequest,
+                "topic name or id is required".to_string(),
+            )),
         };
         let outcome = match resolved {
             Ok(n) => {
                 let logs = b.logs.clone();
-                match blocking(move || logs.delete_topic(&n)).await.unwrap_or_else(|| Err(internal())) {
+                match blocking(move || logs.delete_topic(&n))
+                    .await
+                    .unwrap_or_else(|| Err(internal()))
+                {
                     Ok(t) => {
                         if version >= 6 {
                             res.topic_id = t.id;
@@ -197,7 +240,11 @@ pub async fn delete_topics(req: DeleteTopicsRequest, version: i16, b: &Broker) -
     r
 }
 
-pub async fn create_partitions(req: CreatePartitionsRequest, _version: i16, b: &Broker) -> CreatePartitionsResponse {
+pub async fn create_partitions(
+    req: CreatePartitionsRequest,
+    _version: i16,
+    b: &Broker,
+) -> CreatePartitionsResponse {
     let mut r = CreatePartitionsResponse::default();
     for t in req.topics {
         let mut res = CreatePartitionsTopicResult::default();
@@ -206,7 +253,12 @@ pub async fn create_partitions(req: CreatePartitionsRequest, _version: i16, b: &
         let bad_assignment = t.assignments.as_ref().and_then(|a| {
             a.iter()
                 .find(|x| x.broker_ids.len() != 1 || x.broker_ids[0].0 != b.node_id)
-                .map(|_| format!("new partitions must be assigned to broker {} only", b.node_id))
+                .map(|_| {
+                    format!(
+                        "new partitions must be assigned to broker {} only",
+                        b.node_id
+                    )
+                })
         });
         let outcome = match bad_assignment {
             Some(m) => Err((ResponseError::InvalidReplicaAssignment, m)),

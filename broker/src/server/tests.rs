@@ -1,0 +1,226 @@
+//! Every handler's response encodes at every version we advertise, against
+//! a real `LogManager` in a temporary directory. This catches fields set on
+//! versions that cannot carry them, which would otherwise close a client's
+//! connection at run time.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Encodable, HeaderVersion, StrBytes};
+
+use super::dispatch::encode_response;
+use super::handlers::{self, s};
+use super::versions::range;
+use super::Broker;
+use crate::config::BrokerConfig;
+use crate::log::batch::testing;
+use crate::log_manager::LogManager;
+
+fn broker(dir: &std::path::Path) -> Broker {
+    let config = Arc::new(BrokerConfig::load(None, &[]).unwrap());
+    let logs = LogManager::open(dir, config.clone()).unwrap();
+    logs.create_topic("t", 2, 1, BTreeMap::new(), false)
+        .unwrap();
+    Broker {
+        logs,
+        config,
+        node_id: 0,
+        advertised_host: "127.0.0.1".into(),
+        advertised_port: 9092,
+        max_request_bytes: 1 << 20,
+    }
+}
+
+fn check<R: Encodable + HeaderVersion>(api: ApiKey, v: i16, r: &R) {
+    encode_response(1, v, r).unwrap_or_else(|e| panic!("{api:?} v{v}: {e}"));
+}
+
+fn versions(api: ApiKey) -> std::ops::RangeInclusive<i16> {
+    let (lo, hi) = range(api).unwrap();
+    lo..=hi
+}
+
+#[tokio::test]
+async fn every_response_encodes_at_every_advertised_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = broker(dir.path());
+    let topic = TopicName(s("t"));
+
+    for v in versions(ApiKey::ApiVersions) {
+        check(ApiKey::ApiVersions, v, &handlers::cluster::api_versions(0));
+    }
+    for v in versions(ApiKey::Metadata) {
+        let mut req = MetadataRequest::default();
+        let mut t = metadata_request::MetadataRequestTopic::default();
+        t.name = Some(topic.clone());
+        let mut missing = metadata_request::MetadataRequestTopic::default();
+        missing.name = Some(TopicName(s("bad name!")));
+        req.topics = Some(vec![t, missing]);
+        let r = handlers::metadata::handle(req, v, &b).await;
+        assert_eq!(r.topics[0].partitions.len(), 2);
+        check(ApiKey::Metadata, v, &r);
+    }
+    for v in versions(ApiKey::Produce) {
+        let mut req = ProduceRequest::default();
+        req.acks = -1;
+        req.timeout_ms = 5_000;
+        let mut td = produce_request::TopicProduceData::default();
+        td.name = topic.clone();
+        let mut pd = produce_request::PartitionProduceData::default();
+        pd.index = 0;
+        pd.records = Some(testing::batch(2, 8, 1_000));
+        let mut bad = produce_request::PartitionProduceData::default();
+        bad.index = 7;
+        bad.records = Some(Bytes::from_static(b"junk"));
+        td.partition_data = vec![pd, bad];
+        req.topic_data = vec![td];
+        let r = handlers::produce::handle(req, v, &b).await.unwrap();
+        assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
+        assert_ne!(r.responses[0].partition_responses[1].error_code, 0);
+        check(ApiKey::Produce, v, &r);
+    }
+    for v in versions(ApiKey::Fetch) {
+        let mut req = FetchRequest::default();
+        req.max_bytes = 1 << 20;
+        let mut ft = fetch_request::FetchTopic::default();
+        ft.topic = topic.clone();
+        let mut fp = fetch_request::FetchPartition::default();
+        fp.partition_max_bytes = 1 << 20;
+        let mut oor = fp.clone();
+        oor.partition = 1;
+        oor.fetch_offset = 99;
+        ft.partitions = vec![fp, oor];
+        req.topics = vec![ft];
+        let r = handlers::fetch::handle(req, v, &b).await;
+        assert!(r.responses[0].partitions[0]
+            .records
+            .as_ref()
+            .is_some_and(|r| !r.is_empty()));
+        check(ApiKey::Fetch, v, &r);
+    }
+    for v in versions(ApiKey::ListOffsets) {
+        let mut req = ListOffsetsRequest::default();
+        let mut t = list_offsets_request::ListOffsetsTopic::default();
+        t.name = topic.clone();
+        t.partitions = [-1i64, -2, -3, 0]
+            .iter()
+            .map(|ts| {
+                let mut p = list_offsets_request::ListOffsetsPartition::default();
+                p.timestamp = *ts;
+                p
+            })
+            .collect();
+        req.topics = vec![t];
+        let r = handlers::list_offsets::handle(req, v, &b).await;
+        check(ApiKey::ListOffsets, v, &r);
+    }
+    for v in versions(ApiKey::FindCoordinator) {
+        let mut req = FindCoordinatorRequest::default();
+        req.key = s("g");
+        req.coordinator_keys = if v >= 4 { vec![s("g")] } else { vec![] };
+        check(
+            ApiKey::FindCoordinator,
+            v,
+            &handlers::cluster::find_coordinator(req, v, &b).await,
+        );
+    }
+    for v in versions(ApiKey::DescribeCluster) {
+        let mut req = DescribeClusterRequest::default();
+        req.endpoint_type = 1;
+        check(
+            ApiKey::DescribeCluster,
+            v,
+            &handlers::cluster::describe_cluster(req, v, &b).await,
+        );
+    }
+    for v in versions(ApiKey::CreateTopics) {
+        let mut req = CreateTopicsRequest::default();
+        let mut t = create_topics_request::CreatableTopic::default();
+        t.name = TopicName(s(format!("c{v}")));
+        t.num_partitions = 1;
+        t.replication_factor = 3;
+        let mut ok = t.clone();
+        ok.replication_factor = 1;
+        ok.name = TopicName(s(format!("ok{v}")));
+        req.topics = vec![t, ok];
+        let r = handlers::topics::create_topics(req, v, &b).await;
+        assert_eq!(r.topics[0].error_code, 38);
+        assert_eq!(r.topics[1].error_code, 0);
+        check(ApiKey::CreateTopics, v, &r);
+    }
+    for v in versions(ApiKey::CreatePartitions) {
+        let mut req = CreatePartitionsRequest::default();
+        let mut t = create_partitions_request::CreatePartitionsTopic::default();
+        t.name = topic.clone();
+        t.count = 1;
+        req.topics = vec![t];
+        let r = handlers::topics::create_partitions(req, v, &b).await;
+        assert_eq!(r.results[0].error_code, 37);
+        check(ApiKey::CreatePartitions, v, &r);
+    }
+    for v in versions(ApiKey::DescribeConfigs) {
+        let mut req = DescribeConfigsRequest::default();
+        req.include_synonyms = true;
+        req.include_documentation = true;
+        let mut t = describe_configs_request::DescribeConfigsResource::default();
+        t.resource_type = 2;
+        t.resource_name = StrBytes::from_static_str("t");
+        t.configuration_keys = None; // null = all keys, as AdminClient sends
+        let mut br = t.clone();
+        br.resource_type = 4;
+        br.resource_name = StrBytes::from_static_str("0");
+        req.resources = vec![t, br];
+        let r = handlers::configs::describe_configs(req, v, &b).await;
+        assert_eq!(
+            r.results[0].configs.len(),
+            crate::config::TOPIC_CONFIGS.len()
+        );
+        check(ApiKey::DescribeConfigs, v, &r);
+    }
+    for v in versions(ApiKey::AlterConfigs) {
+        let mut req = AlterConfigsRequest::default();
+        let mut res = alter_configs_request::AlterConfigsResource::default();
+        res.resource_type = 2;
+        res.resource_name = StrBytes::from_static_str("t");
+        let mut c = alter_configs_request::AlterableConfig::default();
+        c.name = s("retention.ms");
+        c.value = Some(s("nope"));
+        res.configs = vec![c];
+        req.resources = vec![res];
+        let r = handlers::configs::alter_configs(req, v, &b).await;
+        assert_eq!(r.responses[0].error_code, 40);
+        check(ApiKey::AlterConfigs, v, &r);
+    }
+    for v in versions(ApiKey::IncrementalAlterConfigs) {
+        let mut req = IncrementalAlterConfigsRequest::default();
+        let mut res = incremental_alter_configs_request::AlterConfigsResource::default();
+        res.resource_type = 2;
+        res.resource_name = StrBytes::from_static_str("t");
+        let mut c = incremental_alter_configs_request::AlterableConfig::default();
+        c.name = s("retention.ms");
+        c.value = Some(s("60000"));
+        res.configs = vec![c];
+        req.resources = vec![res];
+        let r = handlers::configs::incremental_alter_configs(req, v, &b).await;
+        assert_eq!(r.responses[0].error_code, 0);
+        check(ApiKey::IncrementalAlterConfigs, v, &r);
+    }
+    assert_eq!(b.logs.topic("t").unwrap().config.get().retention_ms, 60_000);
+    for v in versions(ApiKey::DeleteTopics) {
+        let mut req = DeleteTopicsRequest::default();
+        if v >= 6 {
+            let mut t = delete_topics_request::DeleteTopicState::default();
+            t.name = Some(TopicName(s(format!("ok{v}"))));
+            req.topics = vec![t];
+        } else {
+            req.topic_names = vec![TopicName(s(format!("ok{}", v.max(2))))];
+        }
+        check(
+            ApiKey::DeleteTopics,
+            v,
+            &handlers::topics::delete_topics(req, v, &b).await,
+        );
+    }
+}
