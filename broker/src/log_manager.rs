@@ -545,11 +545,18 @@ impl LogManager {
         });
     }
 
-    /// One retention pass over every partition.
+    /// One retention pass over every partition; also rolls active segments
+    /// older than `segment.ms`, so an idle partition's data is sealed.
     pub fn enforce_retention(&self) {
         let now = now_ms();
         for log in self.all_logs() {
-            if let Err(e) = log.enforce_retention(now) {
+            if let Err(e) = log
+                .roll_if_expired(now)
+                .and_then(|_| log.enforce_retention(now))
+            {
+                if matches!(e, LogError::Closed) {
+                    continue; // deleted concurrently
+                }
                 tracing::error!(topic = %log.topic(), partition = log.partition(), error = %e, "retention failed");
             }
         }

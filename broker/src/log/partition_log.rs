@@ -290,6 +290,17 @@ impl PartitionLog {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The lock, for operations that touch files: refused once the log is
+    /// closed or deleted, so a late flush or retention pass can never write
+    /// into the directory of a topic re-created under the same name.
+    fn lock_open(&self) -> Result<MutexGuard<'_, LogInner>, LogError> {
+        let inner = self.lock();
+        if self.closed.load(Ordering::Acquire) {
+            return Err(LogError::Closed);
+        }
+        Ok(inner)
+    }
+
     pub fn topic(&self) -> &str {
         &self.topic
     }
@@ -324,9 +335,6 @@ impl PartitionLog {
     /// Appends validated batches, assigning offsets. `records` must be the
     /// concatenation of the batches described by `headers`.
     pub fn append(&self, records: &[u8], headers: &[BatchHeader]) -> Result<AppendInfo, LogError> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(LogError::Closed);
-        }
         let cfg = self.config.get();
         for h in headers {
             if h.size > cfg.max_message_bytes {
@@ -338,7 +346,7 @@ impl PartitionLog {
         }
         let now = now_ms();
         let append_time = cfg.message_timestamp_type == TimestampType::LogAppendTime;
-        let mut inner = self.lock();
+        let mut inner = self.lock_open()?;
         let base_offset = inner.log_end_offset();
         let mut next = base_offset;
         let mut pos = 0usize;
@@ -405,7 +413,10 @@ impl PartitionLog {
     /// high watermark. Blocking; run off the async workers.
     pub fn flush(&self) -> io::Result<()> {
         let (file, target) = {
-            let mut inner = self.lock();
+            let mut inner = match self.lock_open() {
+                Ok(i) => i,
+                Err(_) => return Ok(()),
+            };
             let target = inner.log_end_offset();
             if target <= self.high_watermark() {
                 return Ok(());
@@ -450,9 +461,11 @@ impl PartitionLog {
     /// Stops the flusher and makes everything durable (clean shutdown).
     pub fn close(&self) -> io::Result<()> {
         self.flush()?;
-        self.closed.store(true, Ordering::Release);
-        self.flush_requested.notify_one();
         let mut inner = self.lock();
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return Ok(()); // already closed or deleted
+        }
+        self.flush_requested.notify_one();
         inner.active_mut().seal()
     }
 
@@ -608,7 +621,7 @@ impl PartitionLog {
         let cfg = self.config.get();
         let mut removed: Vec<LogSegment> = Vec::new();
         {
-            let mut inner = self.lock();
+            let mut inner = self.lock_open()?;
             if cfg.retention_ms >= 0 {
                 let cutoff = now - cfg.retention_ms;
                 loop {
@@ -650,11 +663,14 @@ impl PartitionLog {
                     inner.log_start_offset = first;
                 }
             }
-        }
-        for seg in &removed {
-            tracing::info!(topic = %self.topic, partition = self.partition,
-                base_offset = seg.base_offset(), size = seg.size(), "retention deleted segment");
-            seg.delete_files()?;
+            // Unlink under the lock so a concurrent topic deletion and
+            // re-creation cannot have new files under these names. Readers
+            // holding a slice keep reading the unlinked file.
+            for seg in &removed {
+                tracing::info!(topic = %self.topic, partition = self.partition,
+                    base_offset = seg.base_offset(), size = seg.size(), "retention deleted segment");
+                seg.delete_files()?;
+            }
         }
         Ok(removed.len())
     }

@@ -127,6 +127,7 @@ impl LogSegment {
                     settings,
                 );
                 if seg.load_tail()? {
+                    seg.mark_reopened();
                     return Ok((seg, RecoveryReport::default()));
                 }
                 // The tail was not clean after all: fall through to recovery.
@@ -232,6 +233,7 @@ impl LogSegment {
         }
         seg.index.persist(true)?;
         seg.time_index.persist(true)?;
+        seg.mark_reopened();
         let stopped_by = out_of_order.or_else(|| stop.map(|e| e.to_string()));
         Ok((
             seg,
@@ -241,6 +243,18 @@ impl LogSegment {
                 stopped_by: if truncated > 0 { stopped_by } else { None },
             },
         ))
+    }
+
+    /// A reopened, non-empty segment counts its `segment.ms` age from now:
+    /// the time of its first append is not stored.
+    fn mark_reopened(&mut self) {
+        if self.size > 0 {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as i64)
+                .unwrap_or(0);
+            self.first_append_ms = Some(now);
+        }
     }
 
     /// Updates size, next offset, timestamps and indexes for a batch that is

@@ -163,6 +163,11 @@ fn append_partition(
             ResponseError::MessageTooLarge,
             format!("record batch of {size} bytes exceeds the topic's max.message.bytes ({max})"),
         ),
+        // Deleted or shutting down: retriable, the client refreshes metadata.
+        Err(LogError::Closed) => fail(
+            ResponseError::NotLeaderOrFollower,
+            "the partition is being deleted or the broker is shutting down".into(),
+        ),
         Err(e) => {
             tracing::error!(topic = %log.topic(), partition = index, error = %e, "append failed");
             fail(ResponseError::KafkaStorageError, e.to_string())
