@@ -109,3 +109,10 @@ def pytest_runtest_makereport(item, call):
         for label, b, mark in _active:
             rep.sections.append((f"strata broker log [{label}] ({b.log_path})",
                                  b.log_tail(max_chars=20000, start=mark)))
+
+
+def pytest_report_header(config):
+    from strata_broker import strata_bin
+    path = strata_bin()
+    state = "found" if path.is_file() else "MISSING: tests needing a broker will fail; run `cargo build --release`"
+    return [f"strata binary: {path} ({state})"]

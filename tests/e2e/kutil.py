@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -187,7 +188,12 @@ class Msg:
 @dataclass
 class ConsumeResult:
     messages: list[Msg] = field(default_factory=list)
-    errors: list[KafkaError] = field(default_factory=list)
+    errors: list[KafkaError] = field(default_factory=list)         # partition-level (topic set)
+    client_errors: list[KafkaError] = field(default_factory=list)  # client-level (topic None), e.g.
+    # coordinator lookups the group-less tests never need; reported on timeout only
+
+    def all_error_codes(self) -> set[int]:
+        return {e.code() for e in self.errors + self.client_errors}
 
     def by_partition(self) -> dict[int, list[Msg]]:
         out: dict[int, list[Msg]] = {}
@@ -198,7 +204,7 @@ class ConsumeResult:
 
 def consume(bootstrap: str, topic: str, partitions: list[int] | dict[int, int],
             expected: int | None = None, timeout: float = 60.0,
-            stop_on_partition_error: bool = True, **conf) -> ConsumeResult:
+            stop_on_partition_error: bool = True, stop_on_codes: tuple = (), **conf) -> ConsumeResult:
     """Assign the partitions (list -> from OFFSET_BEGINNING, dict -> from the
     given offsets) and read until every partition reports EOF and, if given,
     at least `expected` messages arrived. Raises AssertionError on timeout,
@@ -222,15 +228,15 @@ def consume(bootstrap: str, topic: str, partitions: list[int] | dict[int, int],
                 raise AssertionError(
                     f"consume({topic}) timed out after {timeout}s: got {len(res.messages)} messages "
                     f"(expected {expected}), EOF on {sorted(eof)} of {sorted(want)}, errors: "
-                    f"{[e.str() for e in res.errors][:10]}")
+                    f"{[e.str() for e in res.errors][:10]}, client errors: {[e.str() for e in res.client_errors][:10]}")
             for m in c.consume(num_messages=2000, timeout=0.5):
                 err = m.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
                         eof.add(m.partition())
                         continue
-                    res.errors.append(err)
-                    if m.topic() is not None and stop_on_partition_error:
+                    (res.errors if m.topic() is not None else res.client_errors).append(err)
+                    if err.code() in stop_on_codes or (m.topic() is not None and stop_on_partition_error):
                         return res
                     continue
                 eof.discard(m.partition())
@@ -259,3 +265,20 @@ def offsets_for_times(bootstrap: str, topic: str, partition: int, timestamps: li
         return out
     finally:
         c.close()
+
+
+SEGMENT_LOG = re.compile(r"^(\d{20})\.log$")
+
+
+def segment_sizes(broker, topic: str, partition: int = 0) -> dict[int, int]:
+    """{base offset: size} of the partition's .log segment files, sorted."""
+    d = broker.partition_dir(topic, partition)
+    if not d.is_dir():
+        have = sorted(p.name for p in broker.data_dir.iterdir())[:30]
+        raise AssertionError(f"partition directory {d} does not exist; data dir holds {have}")
+    out = {}
+    for f in d.iterdir():
+        m = SEGMENT_LOG.match(f.name)
+        if m:
+            out[int(m.group(1))] = f.stat().st_size
+    return dict(sorted(out.items()))

@@ -103,3 +103,26 @@ def test_response_parsers():
         struct.pack(">ihqq", 0, 0, 4, 4) + struct.pack(">i", -1) + wire.kbytes(recs)
     f = wire.parse_fetch_v4_response(body)[("t", 0)]
     assert f.high_watermark == 4 and f.records == recs
+
+
+def test_api_versions_flexible_request_matches_kafka_python():
+    from kafka.protocol.api_versions import ApiVersionsRequest
+    req = ApiVersionsRequest[3](client_software_name="strata-e2e", client_software_version="1.0",
+                                _tagged_fields={})
+    hdr = req.build_header(correlation_id=4242, client_id="strata-e2e-raw")
+    assert wire.api_versions_future_request(4242, 3)[4:] == hdr.encode() + req.encode()
+
+
+def test_metadata_v4_matches_kafka_python():
+    from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+    req = MetadataRequest[4](topics=["a", "bb"], allow_auto_topic_creation=False)
+    assert wire.metadata_v4_body(["a", "bb"], False) == req.encode()
+    req = MetadataRequest[4](topics=None, allow_auto_topic_creation=True)
+    assert wire.metadata_v4_body(None, True) == req.encode()
+    resp = MetadataResponse[4](
+        throttle_time_ms=0, brokers=[(0, "127.0.0.1", 9092, None)], cluster_id="c", controller_id=0,
+        topics=[(0, "t", False, [(0, 0, 0, [0], [0]), (0, 1, 0, [0], [0])]), (3, "u", False, [])])
+    brokers, controller, topics = wire.parse_metadata_v4_response(resp.encode())
+    assert brokers == [(0, "127.0.0.1", 9092)] and controller == 0
+    assert topics["t"].partitions == {0: (0, 0, [0], [0]), 1: (0, 0, [0], [0])}
+    assert topics["u"].error_code == 3

@@ -249,6 +249,26 @@ def request_header_v1(api_key: int, api_version: int, correlation_id: int, clien
     return struct.pack(">hhi", api_key, api_version, correlation_id) + kstring(client_id)
 
 
+def compact_string(s: str) -> bytes:
+    b = s.encode()
+    n = len(b) + 1
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out) + b
+
+
+def api_versions_future_request(correlation_id: int, version: int, client_id: str = "strata-e2e-raw") -> bytes:
+    """A complete framed ApiVersions request of a (future) flexible version, as
+    a newer client would send it: request header v2 (client_id as a classic
+    string, then empty tagged fields) and a v3-style body."""
+    payload = (request_header_v1(API_API_VERSIONS, version, correlation_id, client_id) + b"\x00"
+               + compact_string("strata-e2e") + compact_string("1.0") + b"\x00")
+    return struct.pack(">i", len(payload)) + payload
+
+
 class Reader:
     def __init__(self, buf: bytes):
         self.buf = buf
@@ -392,6 +412,53 @@ def parse_fetch_v4_response(body: bytes) -> dict[tuple[str, int], FetchPartition
     return out
 
 
+API_METADATA = 3
+
+
+def metadata_v4_body(topics: list[str] | None, allow_auto_topic_creation: bool) -> bytes:
+    if topics is None:
+        body = struct.pack(">i", -1)
+    else:
+        body = struct.pack(">i", len(topics)) + b"".join(kstring(t) for t in topics)
+    return body + struct.pack(">b", 1 if allow_auto_topic_creation else 0)
+
+
+@dataclass
+class MetadataTopic:
+    error_code: int
+    name: str
+    is_internal: bool
+    partitions: dict[int, tuple[int, int, list[int], list[int]]]  # p -> (error, leader, replicas, isr)
+
+
+def parse_metadata_v4_response(body: bytes) -> tuple[list[tuple[int, str, int]], int, dict[str, MetadataTopic]]:
+    """Returns (brokers [(id, host, port)], controller_id, topics by name)."""
+    r = Reader(body)
+    r.i32()  # throttle
+    brokers = r.array(lambda rr: (rr.i32(), rr.string(), rr.i32(), rr.string())[:3])
+    r.string()  # cluster id
+    controller = r.i32()
+
+    def part(rr: Reader):
+        err = rr.i16()
+        idx = rr.i32()
+        leader = rr.i32()
+        reps = rr.array(lambda x: x.i32())
+        isr = rr.array(lambda x: x.i32())
+        return idx, (err, leader, reps, isr)
+
+    def topic(rr: Reader):
+        err = rr.i16()
+        name = rr.string()
+        internal = bool(rr.i8())
+        parts = dict(rr.array(part))
+        return MetadataTopic(err, name, internal, parts)
+
+    topics = {t.name: t for t in r.array(topic)}
+    assert r.done(), "trailing bytes in MetadataResponse v4"
+    return brokers, controller, topics
+
+
 def parse_api_versions_v0_response(body: bytes) -> tuple[int, dict[int, tuple[int, int]]]:
     r = Reader(body)
     err = r.i16()
@@ -474,6 +541,10 @@ class KafkaConn:
         body = produce_v3_body(acks, timeout_ms, {topic: {partition: records}})
         res = parse_produce_v3_response(self.request(API_PRODUCE, 3, body))
         return res[(topic, partition)]
+
+    def metadata_v4(self, topics: list[str] | None, allow_auto_topic_creation: bool):
+        return parse_metadata_v4_response(
+            self.request(API_METADATA, 4, metadata_v4_body(topics, allow_auto_topic_creation)))
 
     def fetch_v4(self, topic: str, partition: int, offset: int, max_wait_ms: int = 500,
                  min_bytes: int = 1, max_bytes: int = 1 << 20) -> FetchPartitionResult:

@@ -1,6 +1,8 @@
 //! One client connection: reads size-prefixed frames, decodes the request
-//! header, runs requests concurrently and writes responses back in request
-//! order (clients pipeline several requests per connection).
+//! header, runs each request's ordered phase in arrival order (appends,
+//! admin), lets the rest (fsync waits, fetch long polls) overlap, and writes
+//! responses back in request order. Clients pipeline several requests per
+//! connection and rely on both orders.
 //!
 //! A frame over `socket.request.max.bytes`, a negative size or an
 //! undecodable header closes this connection only, with a log line.
@@ -14,7 +16,8 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument;
 
-use super::{dispatch, Broker};
+use super::dispatch::{self, Prepared};
+use super::Broker;
 
 /// Requests a single connection may have in flight before reading pauses.
 const MAX_IN_FLIGHT: usize = 64;
@@ -63,27 +66,50 @@ pub async fn handle_connection(
         if tx.send(done_rx).await.is_err() {
             break;
         }
-        let b = broker.clone();
         let span = tracing::debug_span!("request", api = ?request.api_key, version = request.version,
             correlation_id = request.correlation_id, %peer);
-        tokio::spawn(
-            async move {
-                match dispatch::handle(request, &b).await {
-                    Ok(response) => {
-                        let _ = done_tx.send(response);
-                    }
-                    Err(e) => {
-                        // Dropping `done_tx` makes the writer close the connection
-                        // after the responses that precede this one.
-                        tracing::warn!(%peer, error = %e, "closing connection: request rejected");
-                    }
+        // The ordered phase runs here, before the next request is read.
+        match dispatch::prepare(request, &broker)
+            .instrument(span.clone())
+            .await
+        {
+            Prepared::Ready(result) => {
+                if !complete(result, done_tx, peer) {
+                    break;
                 }
             }
-            .instrument(span),
-        );
+            Prepared::Deferred(rest) => {
+                tokio::spawn(
+                    async move {
+                        complete(rest.await, done_tx, peer);
+                    }
+                    .instrument(span),
+                );
+            }
+        }
     }
     drop(tx);
     let _ = writer_task.await;
+}
+
+/// Hands a response to the writer. On error, dropping `done_tx` makes the
+/// writer close the connection after the responses that precede this one.
+/// Returns false if the connection must close.
+fn complete(
+    result: Result<Option<BytesMut>, dispatch::DispatchError>,
+    done_tx: oneshot::Sender<Option<BytesMut>>,
+    peer: SocketAddr,
+) -> bool {
+    match result {
+        Ok(response) => {
+            let _ = done_tx.send(response);
+            true
+        }
+        Err(e) => {
+            tracing::warn!(%peer, error = %e, "closing connection: request rejected");
+            false
+        }
+    }
 }
 
 async fn write_responses(

@@ -2,6 +2,10 @@
 //! framing. Decoding failures are connection errors (the caller closes the
 //! connection), as in Kafka.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{
@@ -93,6 +97,56 @@ pub fn encode_response<R: Encodable + HeaderVersion>(
     let len = (buf.len() - 4) as i32;
     buf[0..4].copy_from_slice(&len.to_be_bytes());
     Ok(buf)
+}
+
+pub type ResponseFuture =
+    Pin<Box<dyn Future<Output = Result<Option<BytesMut>, DispatchError>> + Send>>;
+
+/// A request after its ordered phase.
+pub enum Prepared {
+    /// The response is known (`None`: no response, acks=0 produce).
+    Ready(Result<Option<BytesMut>, DispatchError>),
+    /// The rest may run concurrently with the connection's later requests.
+    Deferred(ResponseFuture),
+}
+
+/// Runs the part of a request that must happen in connection order: all of
+/// it for admin and metadata requests (as Kafka does), the appends of a
+/// Produce. What remains — a Produce's wait for durability, a Fetch's long
+/// poll — is returned to run concurrently; responses are still written in
+/// request order by the connection.
+pub async fn prepare(mut req: Request, broker: &Arc<Broker>) -> Prepared {
+    let (api, version, cid) = (req.api_key, req.version, req.correlation_id);
+    if !versions::is_supported(api, version) {
+        return Prepared::Ready(handle(req, broker).await);
+    }
+    match api {
+        ApiKey::Produce => {
+            let r: ProduceRequest = match req.decode() {
+                Ok(r) => r,
+                Err(e) => return Prepared::Ready(Err(e)),
+            };
+            let pending = handlers::produce::append(r, version, broker);
+            Prepared::Deferred(Box::pin(async move {
+                match handlers::produce::complete(pending).await {
+                    Some(resp) => encode_response(cid, version, &resp).map(Some),
+                    None => Ok(None),
+                }
+            }))
+        }
+        ApiKey::Fetch => {
+            let r: FetchRequest = match req.decode() {
+                Ok(r) => r,
+                Err(e) => return Prepared::Ready(Err(e)),
+            };
+            let b = broker.clone();
+            Prepared::Deferred(Box::pin(async move {
+                let resp = handlers::fetch::handle(r, version, &b).await;
+                encode_response(cid, version, &resp).map(Some)
+            }))
+        }
+        _ => Prepared::Ready(handle(req, broker).await),
+    }
 }
 
 /// Decodes, handles and encodes one request. `Ok(None)` means no response

@@ -1,8 +1,10 @@
 //! Produce: validate each partition's batches (CRC, structure, size), append
 //! them with broker-assigned offsets, and for acks=all wait until they are
 //! durable (the high watermark passes them). Nothing of a rejected batch is
-//! stored.
+//! stored. Split in two phases so the connection can append pipelined
+//! requests in order while their fsync waits overlap.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
@@ -11,13 +13,13 @@ use kafka_protocol::ResponseError;
 
 use super::s;
 use crate::log::batch::{self, BatchError};
-use crate::log::LogError;
+use crate::log::{LogError, PartitionLog};
 use crate::server::Broker;
 
 /// Outcome of appending to one partition, before the acks wait.
 struct Appended {
     response: PartitionProduceResponse,
-    wait_for: Option<(std::sync::Arc<crate::log::PartitionLog>, i64)>,
+    wait_for: Option<(Arc<PartitionLog>, i64)>,
 }
 
 fn error(
@@ -38,7 +40,20 @@ fn error(
     p
 }
 
-pub async fn handle(req: ProduceRequest, version: i16, b: &Broker) -> Option<ProduceResponse> {
+/// A produce request whose batches are appended and which now waits for
+/// durability (acks=all) before it can be answered.
+pub struct PendingProduce {
+    acks: i16,
+    timeout: Duration,
+    version: i16,
+    topics: Vec<TopicProduceResponse>,
+    waits: Vec<(usize, usize, (Arc<PartitionLog>, i64))>,
+}
+
+/// Phase one, run in request order on the connection: validate and append
+/// every partition's batches. Appends of pipelined requests must hit the log
+/// in the order the client sent them, or per-partition ordering breaks.
+pub fn append(req: ProduceRequest, version: i16, b: &Broker) -> PendingProduce {
     let acks = req.acks;
     let timeout = Duration::from_millis(req.timeout_ms.max(0) as u64);
     let mut topics = Vec::with_capacity(req.topic_data.len());
@@ -77,7 +92,7 @@ pub async fn handle(req: ProduceRequest, version: i16, b: &Broker) -> Option<Pro
                     }
                 }
             };
-            if let Some(w) = appended.wait_for.clone() {
+            if let Some(w) = appended.wait_for {
                 waits.push((topics.len(), partitions.len(), w));
             }
             partitions.push(appended.response);
@@ -87,6 +102,25 @@ pub async fn handle(req: ProduceRequest, version: i16, b: &Broker) -> Option<Pro
         t.partition_responses = partitions;
         topics.push(t);
     }
+    PendingProduce {
+        acks,
+        timeout,
+        version,
+        topics,
+        waits,
+    }
+}
+
+/// Phase two, concurrent with later requests: wait for durability and build
+/// the response (none for acks=0).
+pub async fn complete(p: PendingProduce) -> Option<ProduceResponse> {
+    let PendingProduce {
+        acks,
+        timeout,
+        version,
+        mut topics,
+        waits,
+    } = p;
     if acks == 0 {
         return None;
     }
@@ -110,8 +144,13 @@ pub async fn handle(req: ProduceRequest, version: i16, b: &Broker) -> Option<Pro
     Some(r)
 }
 
+/// Both phases back to back (for callers that need no pipelining).
+pub async fn handle(req: ProduceRequest, version: i16, b: &Broker) -> Option<ProduceResponse> {
+    complete(append(req, version, b)).await
+}
+
 fn append_partition(
-    log: &std::sync::Arc<crate::log::PartitionLog>,
+    log: &Arc<PartitionLog>,
     index: i32,
     records: Option<&[u8]>,
     acks: i16,
