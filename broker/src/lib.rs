@@ -3,6 +3,7 @@
 //! and `prefetch`; nothing depends on it.
 
 pub mod config;
+pub mod group;
 pub mod log;
 pub mod log_manager;
 pub mod server;

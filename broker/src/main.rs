@@ -10,6 +10,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use strata_broker::config::BrokerConfig;
+use strata_broker::group::GroupCoordinator;
 use strata_broker::log_manager::LogManager;
 use strata_broker::server::{self, Broker};
 
@@ -73,7 +74,11 @@ struct BrokerArgs {
     /// log.retention.check.interval.ms, log.index.interval.bytes,
     /// log.index.size.max.bytes, log.message.timestamp.type,
     /// log.cleanup.policy, compression.type, min.insync.replicas,
-    /// log.flush.offset.checkpoint.interval.ms, node.id.
+    /// log.flush.offset.checkpoint.interval.ms, node.id,
+    /// offsets.topic.num.partitions, offsets.retention.minutes,
+    /// offsets.retention.check.interval.ms, offsets.commit.timeout.ms,
+    /// offset.metadata.max.bytes, group.min.session.timeout.ms,
+    /// group.max.session.timeout.ms, group.initial.rebalance.delay.ms.
     /// In STRATA_SET, separate several with ';'.
     #[arg(
         long = "set",
@@ -162,6 +167,12 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         .context("log loading task failed")?
         .with_context(|| format!("cannot open data directory {}", args.data_dir.display()))?;
 
+    let l = logs.clone();
+    let cfg = config.clone();
+    let groups = tokio::task::spawn_blocking(move || GroupCoordinator::open(l, &cfg))
+        .await
+        .context("group coordinator loading task failed")??;
+
     let listener = TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -180,6 +191,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     };
     let broker = Arc::new(Broker {
         logs: logs.clone(),
+        groups: groups.clone(),
         config: config.clone(),
         node_id: config.node_id(),
         advertised_host: host.clone(),
@@ -187,6 +199,9 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         max_request_bytes: config.i32("socket.request.max.bytes").max(1024) as usize,
     });
     logs.start_background();
+    groups.start_background(std::time::Duration::from_millis(
+        config.i64("offsets.retention.check.interval.ms").max(1) as u64,
+    ));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let server = tokio::spawn(server::serve(listener, broker, shutdown_rx));
     tracing::info!(

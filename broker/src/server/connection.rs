@@ -56,7 +56,10 @@ pub async fn handle_connection(
         }
         let frame: Bytes = frame.freeze();
         let request = match dispatch::Request::parse(frame) {
-            Ok(r) => r,
+            Ok(mut r) => {
+                r.peer = peer.ip().to_string();
+                r
+            }
             Err(e) => {
                 tracing::warn!(%peer, error = %e, "closing connection: malformed request");
                 break;

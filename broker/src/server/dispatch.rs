@@ -39,6 +39,8 @@ pub enum DispatchError {
 /// A framed request with its header decoded and its body still encoded.
 #[derive(Debug)]
 pub struct Request {
+    /// The client's address, as group members report it (`client_host`).
+    pub peer: String,
     pub api_key: ApiKey,
     pub version: i16,
     pub correlation_id: i32,
@@ -61,6 +63,7 @@ impl Request {
                 message: format!("request header: {e}"),
             })?;
         Ok(Request {
+            peer: String::new(),
             api_key,
             version,
             correlation_id: header.correlation_id,
@@ -145,6 +148,12 @@ pub async fn prepare(mut req: Request, broker: &Arc<Broker>) -> Prepared {
                 encode_response(cid, version, &resp).map(Some)
             }))
         }
+        // These wait for the rest of the group; they must not hold up the
+        // connection (librdkafka sends heartbeats on the same one).
+        ApiKey::JoinGroup | ApiKey::SyncGroup => {
+            let b = broker.clone();
+            Prepared::Deferred(Box::pin(async move { handle(req, &b).await }))
+        }
         _ => Prepared::Ready(handle(req, broker).await),
     }
 }
@@ -204,6 +213,22 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
                 handlers::configs::incremental_alter_configs
             )
         }
+        ApiKey::JoinGroup => {
+            let r: JoinGroupRequest = req.decode()?;
+            let client_id = req.header.client_id.as_deref().unwrap_or("").to_string();
+            let host = format!("/{}", req.peer);
+            let resp = handlers::groups::join_group(r, version, broker, &client_id, &host).await;
+            encode_response(cid, version, &resp).map(Some)
+        }
+        ApiKey::SyncGroup => route!(SyncGroupRequest, handlers::groups::sync_group),
+        ApiKey::Heartbeat => route!(HeartbeatRequest, handlers::groups::heartbeat),
+        ApiKey::LeaveGroup => route!(LeaveGroupRequest, handlers::groups::leave_group),
+        ApiKey::OffsetCommit => route!(OffsetCommitRequest, handlers::groups::offset_commit),
+        ApiKey::OffsetFetch => route!(OffsetFetchRequest, handlers::groups::offset_fetch),
+        ApiKey::OffsetDelete => route!(OffsetDeleteRequest, handlers::groups::offset_delete),
+        ApiKey::DescribeGroups => route!(DescribeGroupsRequest, handlers::groups::describe_groups),
+        ApiKey::ListGroups => route!(ListGroupsRequest, handlers::groups::list_groups),
+        ApiKey::DeleteGroups => route!(DeleteGroupsRequest, handlers::groups::delete_groups),
         other => Err(DispatchError::UnsupportedVersion {
             api: other,
             version,

@@ -17,12 +17,14 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::config::BrokerConfig;
+use crate::group::GroupCoordinator;
 use crate::log_manager::LogManager;
 
 /// What every request handler can see.
 #[derive(Debug)]
 pub struct Broker {
     pub logs: Arc<LogManager>,
+    pub groups: Arc<GroupCoordinator>,
     pub config: Arc<BrokerConfig>,
     pub node_id: i32,
     pub advertised_host: String,

@@ -5,6 +5,7 @@
 pub mod cluster;
 pub mod configs;
 pub mod fetch;
+pub mod groups;
 pub mod list_offsets;
 pub mod metadata;
 pub mod produce;

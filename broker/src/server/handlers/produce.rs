@@ -75,6 +75,15 @@ pub fn append(req: ProduceRequest, version: i16, b: &Broker) -> PendingProduce {
                 }
             } else {
                 match topic.as_ref().and_then(|t| t.partition(pd.index)) {
+                    Some(_) if name == crate::group::OFFSETS_TOPIC => Appended {
+                        response: error(
+                            pd.index,
+                            ResponseError::InvalidTopicException,
+                            format!("Cannot append to internal topic {name}"),
+                            version,
+                        ),
+                        wait_for: None,
+                    },
                     None => Appended {
                         response: error(
                             pd.index,

@@ -212,6 +212,10 @@ pub async fn delete_topics(
             )),
         };
         let outcome = match resolved {
+            Ok(n) if n == crate::group::OFFSETS_TOPIC => Err((
+                ResponseError::InvalidRequest,
+                format!("Cannot delete internal topic {n}"),
+            )),
             Ok(n) => {
                 let logs = b.logs.clone();
                 match blocking(move || logs.delete_topic(&n))
@@ -219,6 +223,7 @@ pub async fn delete_topics(
                     .unwrap_or_else(|| Err(internal()))
                 {
                     Ok(t) => {
+                        b.groups.remove_topic(&t.name);
                         if version >= 6 {
                             res.topic_id = t.id;
                         }
