@@ -23,8 +23,10 @@ fn broker(dir: &std::path::Path) -> Broker {
     let logs = LogManager::open(dir, config.clone()).unwrap();
     logs.create_topic("t", 2, 1, BTreeMap::new(), false)
         .unwrap();
+    let groups = crate::group::GroupCoordinator::open(logs.clone(), &config).unwrap();
     Broker {
         logs,
+        groups,
         config,
         node_id: 0,
         advertised_host: "127.0.0.1".into(),
