@@ -19,7 +19,16 @@ use crate::log::batch::testing;
 use crate::log_manager::LogManager;
 
 fn broker(dir: &std::path::Path) -> Broker {
-    let config = Arc::new(BrokerConfig::load(None, &[]).unwrap());
+    let config = Arc::new(
+        BrokerConfig::load(
+            None,
+            &[
+                "group.initial.rebalance.delay.ms=0".into(),
+                "offsets.topic.num.partitions=3".into(),
+            ],
+        )
+        .unwrap(),
+    );
     let logs = LogManager::open(dir, config.clone()).unwrap();
     logs.create_topic("t", 2, 1, BTreeMap::new(), false)
         .unwrap();
@@ -224,5 +233,122 @@ async fn every_response_encodes_at_every_advertised_version() {
             v,
             &handlers::topics::delete_topics(req, v, &b).await,
         );
+    }
+
+    for v in versions(ApiKey::JoinGroup) {
+        let mut req = JoinGroupRequest::default();
+        req.group_id = GroupId(s(format!("g{v}")));
+        req.session_timeout_ms = 10_000;
+        req.rebalance_timeout_ms = 10_000;
+        req.protocol_type = s("consumer");
+        let mut p = join_group_request::JoinGroupRequestProtocol::default();
+        p.name = s("range");
+        req.protocols = vec![p];
+        let mut r = handlers::groups::join_group(req.clone(), v, &b, "c", "/127.0.0.1").await;
+        if v >= 4 {
+            assert_eq!(r.error_code, 79, "MEMBER_ID_REQUIRED");
+            req.member_id = r.member_id.clone();
+            r = handlers::groups::join_group(req, v, &b, "c", "/127.0.0.1").await;
+        }
+        assert_eq!(r.error_code, 0);
+        assert_eq!(r.members.len(), 1);
+        check(ApiKey::JoinGroup, v, &r);
+        let member = r.member_id.clone();
+        let group = GroupId(s(format!("g{v}")));
+        for sv in versions(ApiKey::SyncGroup) {
+            let mut sr = SyncGroupRequest::default();
+            sr.group_id = group.clone();
+            sr.member_id = member.clone();
+            sr.generation_id = 1;
+            let resp = handlers::groups::sync_group(sr, sv, &b).await;
+            assert_eq!(resp.error_code, 0);
+            check(ApiKey::SyncGroup, sv, &resp);
+        }
+        for hv in versions(ApiKey::Heartbeat) {
+            let mut hr = HeartbeatRequest::default();
+            hr.group_id = group.clone();
+            hr.member_id = member.clone();
+            hr.generation_id = 1;
+            let resp = handlers::groups::heartbeat(hr, hv, &b).await;
+            assert_eq!(resp.error_code, 0);
+            check(ApiKey::Heartbeat, hv, &resp);
+        }
+    }
+    for v in versions(ApiKey::OffsetCommit) {
+        let mut req = OffsetCommitRequest::default();
+        req.group_id = GroupId(s("simple"));
+        req.generation_id_or_member_epoch = -1;
+        let mut t = offset_commit_request::OffsetCommitRequestTopic::default();
+        t.name = topic.clone();
+        let mut p = offset_commit_request::OffsetCommitRequestPartition::default();
+        p.committed_offset = 1;
+        p.committed_metadata = Some(s("x"));
+        t.partitions = vec![p];
+        req.topics = vec![t];
+        let r = handlers::groups::offset_commit(req, v, &b).await;
+        assert_eq!(r.topics[0].partitions[0].error_code, 0);
+        check(ApiKey::OffsetCommit, v, &r);
+    }
+    for v in versions(ApiKey::OffsetFetch) {
+        let mut req = OffsetFetchRequest::default();
+        req.group_id = GroupId(s("simple"));
+        req.topics = None;
+        let mut g = offset_fetch_request::OffsetFetchRequestGroup::default();
+        g.group_id = GroupId(s("simple"));
+        g.topics = None;
+        req.groups = vec![g];
+        let r = handlers::groups::offset_fetch(req, v, &b).await;
+        let committed = if v >= 8 {
+            r.groups[0].topics[0].partitions[0].committed_offset
+        } else {
+            r.topics[0].partitions[0].committed_offset
+        };
+        assert_eq!(committed, 1);
+        check(ApiKey::OffsetFetch, v, &r);
+    }
+    for v in versions(ApiKey::DescribeGroups) {
+        let mut req = DescribeGroupsRequest::default();
+        req.groups = vec![GroupId(s("g5")), GroupId(s("missing"))];
+        let r = handlers::groups::describe_groups(req, v, &b).await;
+        assert_eq!(r.groups[0].group_state.as_str(), "Stable");
+        assert_eq!(r.groups[1].group_state.as_str(), "Dead");
+        check(ApiKey::DescribeGroups, v, &r);
+    }
+    for v in versions(ApiKey::ListGroups) {
+        let r = handlers::groups::list_groups(ListGroupsRequest::default(), v, &b).await;
+        assert!(r.groups.len() >= 2);
+        check(ApiKey::ListGroups, v, &r);
+    }
+    for v in versions(ApiKey::OffsetDelete) {
+        let mut req = OffsetDeleteRequest::default();
+        req.group_id = GroupId(s("simple"));
+        let mut t = offset_delete_request::OffsetDeleteRequestTopic::default();
+        t.name = topic.clone();
+        t.partitions = vec![offset_delete_request::OffsetDeleteRequestPartition::default()];
+        req.topics = vec![t];
+        let r = handlers::groups::offset_delete(req, v, &b).await;
+        assert_eq!(r.topics[0].partitions[0].error_code, 0);
+        check(ApiKey::OffsetDelete, v, &r);
+    }
+    for v in versions(ApiKey::LeaveGroup) {
+        let mut req = LeaveGroupRequest::default();
+        req.group_id = GroupId(s("g0"));
+        req.member_id = s("nobody");
+        let mut m = leave_group_request::MemberIdentity::default();
+        m.member_id = s("nobody");
+        req.members = vec![m];
+        check(
+            ApiKey::LeaveGroup,
+            v,
+            &handlers::groups::leave_group(req, v, &b).await,
+        );
+    }
+    for v in versions(ApiKey::DeleteGroups) {
+        let mut req = DeleteGroupsRequest::default();
+        req.groups_names = vec![GroupId(s("g1")), GroupId(s(format!("nope{v}")))];
+        let r = handlers::groups::delete_groups(req, v, &b).await;
+        assert_eq!(r.results[0].error_code, 68, "NON_EMPTY_GROUP");
+        assert_eq!(r.results[1].error_code, 69, "GROUP_ID_NOT_FOUND");
+        check(ApiKey::DeleteGroups, v, &r);
     }
 }
