@@ -6,4 +6,5 @@ pub mod config;
 pub mod group;
 pub mod log;
 pub mod log_manager;
+pub mod producer_ids;
 pub mod server;

@@ -192,6 +192,8 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     let broker = Arc::new(Broker {
         logs: logs.clone(),
         groups: groups.clone(),
+        producer_ids: strata_broker::producer_ids::ProducerIdManager::open(&args.data_dir)
+            .context("cannot open the producer id block")?,
         config: config.clone(),
         node_id: config.node_id(),
         advertised_host: host.clone(),

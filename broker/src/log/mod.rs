@@ -5,6 +5,7 @@ pub mod batch;
 pub mod checkpoint;
 pub mod index;
 pub mod partition_log;
+pub mod producer_state;
 pub mod segment;
 
 pub use partition_log::{AppendInfo, LogError, PartitionLog, ReadResult, SharedConfig};

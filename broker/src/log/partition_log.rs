@@ -21,6 +21,7 @@ use thiserror::Error;
 use tokio::sync::{watch, Notify};
 
 use super::batch::{self, BatchHeader, BatchScanner};
+use super::producer_state::{ProducerStateManager, SequenceCheck, SequenceError};
 use super::segment::{LogSegment, RecoveryReport, SegmentSettings, SegmentSlice, LOG_SUFFIX};
 use crate::config::{TimestampType, TopicConfig};
 
@@ -55,6 +56,8 @@ pub enum LogError {
     Corrupt(#[from] batch::BatchError),
     #[error("partition log is closed")]
     Closed,
+    #[error("idempotent producer check failed: {0:?}")]
+    Sequence(SequenceError),
     #[error("storage error: {0}")]
     Io(#[from] io::Error),
 }
@@ -67,6 +70,9 @@ pub struct AppendInfo {
     /// Broker time stamped on the batches, or -1 for CreateTime topics.
     pub log_append_time: i64,
     pub log_start_offset: i64,
+    /// The batches were retries of batches already written; nothing new
+    /// was appended and the offsets are the original ones.
+    pub duplicate: bool,
 }
 
 /// What a read returns: whole batches, plus the partition's offsets.
@@ -83,6 +89,7 @@ struct LogInner {
     log_start_offset: i64,
     /// Scratch buffer for rewriting batch headers before they hit the file.
     scratch: Vec<u8>,
+    producers: ProducerStateManager,
 }
 
 impl LogInner {
@@ -150,7 +157,14 @@ impl PartitionLog {
         let mut segments = BTreeMap::new();
         segments.insert(0, seg);
         Ok(Self::from_parts(
-            topic, partition, dir, config, segments, 0, 0,
+            topic,
+            partition,
+            dir,
+            config,
+            segments,
+            0,
+            0,
+            ProducerStateManager::default(),
         ))
     }
 
@@ -255,8 +269,9 @@ impl PartitionLog {
             .map(|s| s.next_offset())
             .unwrap_or(0);
         let log_start = log_start_checkpoint.unwrap_or(first).clamp(first, leo);
+        let producers = rebuild_producer_state(&dir, &segments, leo)?;
         Ok(Self::from_parts(
-            topic, partition, dir, config, segments, log_start, leo,
+            topic, partition, dir, config, segments, log_start, leo, producers,
         ))
     }
 
@@ -268,6 +283,7 @@ impl PartitionLog {
         segments: BTreeMap<i64, LogSegment>,
         log_start_offset: i64,
         high_watermark: i64,
+        producers: ProducerStateManager,
     ) -> Arc<Self> {
         let (hw, _) = watch::channel(high_watermark);
         Arc::new(PartitionLog {
@@ -279,6 +295,7 @@ impl PartitionLog {
                 segments,
                 log_start_offset,
                 scratch: Vec::new(),
+                producers,
             }),
             high_watermark: hw,
             flush_requested: Notify::new(),
@@ -347,10 +364,22 @@ impl PartitionLog {
         let now = now_ms();
         let append_time = cfg.message_timestamp_type == TimestampType::LogAppendTime;
         let mut inner = self.lock_open()?;
-        let base_offset = inner.log_end_offset();
-        let mut next = base_offset;
+        let mut next = inner.log_end_offset();
+        let mut first: Option<(i64, bool)> = None;
+        let mut last_written = next - 1;
         let mut pos = 0usize;
         for h in headers {
+            match inner.producers.check(h).map_err(LogError::Sequence)? {
+                SequenceCheck::Duplicate(meta) => {
+                    tracing::debug!(topic = %self.topic, partition = self.partition, producer_id = h.producer_id,
+                        base_sequence = h.base_sequence, base_offset = meta.base_offset, "duplicate batch; returning its original offset");
+                    first.get_or_insert((meta.base_offset, true));
+                    last_written = last_written.max(meta.last_offset);
+                    pos += h.size;
+                    continue;
+                }
+                SequenceCheck::Append => {}
+            }
             let last = next + h.last_offset_delta as i64;
             if inner.active().should_roll(
                 h.size as u64,
@@ -375,23 +404,32 @@ impl PartitionLog {
             let result = inner.active_mut().append(&scratch, &stored, now);
             inner.scratch = scratch;
             result?;
+            inner.producers.update(&stored);
+            first.get_or_insert((next, false));
+            last_written = last;
             pos += h.size;
             next = last + 1;
         }
         let log_start_offset = inner.log_start_offset;
         drop(inner);
-        self.flush_requested.notify_one();
+        let (base_offset, duplicate) = first.unwrap_or((next, false));
+        let duplicate = duplicate && last_written < next;
+        if !duplicate {
+            self.flush_requested.notify_one();
+        }
         Ok(AppendInfo {
             base_offset,
-            last_offset: next - 1,
-            log_append_time: if append_time { now } else { -1 },
+            last_offset: last_written,
+            log_append_time: if append_time && !duplicate { now } else { -1 },
             log_start_offset,
+            duplicate,
         })
     }
 
     fn roll_locked(&self, inner: &mut LogInner, cfg: &TopicConfig) -> Result<(), LogError> {
         let next = inner.log_end_offset();
         inner.active_mut().seal()?;
+        inner.producers.write_snapshot(&self.dir, next)?;
         let seg = LogSegment::create(&self.dir, next, settings(cfg))?;
         inner.segments.insert(next, seg);
         tracing::debug!(topic = %self.topic, partition = self.partition, base_offset = next, "rolled segment");
@@ -466,7 +504,12 @@ impl PartitionLog {
             return Ok(()); // already closed or deleted
         }
         self.flush_requested.notify_one();
-        inner.active_mut().seal()
+        inner.active_mut().seal()?;
+        let leo = inner.log_end_offset();
+        if leo > 0 {
+            inner.producers.write_snapshot(&self.dir, leo)?;
+        }
+        Ok(())
     }
 
     /// Reads whole batches starting with the one that contains `offset`, up
@@ -702,6 +745,45 @@ impl PartitionLog {
     }
 }
 
+/// Producer state after every batch below `leo`: the newest snapshot at or
+/// below it, plus the batch headers written after it.
+fn rebuild_producer_state(
+    dir: &Path,
+    segments: &BTreeMap<i64, LogSegment>,
+    leo: i64,
+) -> Result<ProducerStateManager, LogError> {
+    let first = segments.keys().next().copied().unwrap_or(0);
+    let (from, mut state) = match ProducerStateManager::load_snapshot(dir, leo)? {
+        Some((off, s)) if off >= first => (off, s),
+        _ => (first, ProducerStateManager::default()),
+    };
+    let mut scanned = 0usize;
+    let floor = segments
+        .range(..=from)
+        .next_back()
+        .map(|(b, _)| *b)
+        .unwrap_or(first);
+    for seg in segments.range(floor..).map(|(_, s)| s) {
+        let slice = seg.slice();
+        let mut pos = if seg.base_offset() <= from {
+            seg.position_hint(from)
+        } else {
+            0
+        };
+        while let Some(h) = slice.header_at(pos)? {
+            if h.base_offset >= from {
+                state.update(&h);
+                scanned += 1;
+            }
+            pos += h.size as u64;
+        }
+    }
+    if scanned > 0 || !state.is_empty() {
+        tracing::debug!(dir = %dir.display(), snapshot_offset = from, scanned, producers = state.len(), "rebuilt producer state");
+    }
+    Ok(state)
+}
+
 fn retention_timestamp(seg: &LogSegment) -> i64 {
     if seg.max_timestamp() >= 0 {
         return seg.max_timestamp();
@@ -929,5 +1011,91 @@ mod tests {
         let end = infos.last().unwrap().last_offset + 1;
         assert!(log.wait_durable(end, Duration::from_secs(10)).await);
         assert_eq!(log.high_watermark(), end);
+    }
+
+    fn idempotent_batch(pid: i64, epoch: i16, seq: i32, n: usize) -> Vec<u8> {
+        let mut b = testing::batch(n, 10, 1_000).to_vec();
+        b[43..51].copy_from_slice(&pid.to_be_bytes());
+        b[51..53].copy_from_slice(&epoch.to_be_bytes());
+        b[53..57].copy_from_slice(&seq.to_be_bytes());
+        let crc = batch::compute_crc(&b);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        b
+    }
+
+    fn append_raw(log: &PartitionLog, b: &[u8]) -> Result<AppendInfo, LogError> {
+        let h = batch::validate_all(b).unwrap();
+        log.append(b, &h)
+    }
+
+    #[test]
+    fn idempotent_retries_are_deduplicated_across_restarts() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(&["log.segment.bytes=600"]);
+        let log = PartitionLog::create(dir.path(), "t", 0, cfg.clone()).unwrap();
+        append_n(&log, 1, 0); // offsets 0..3 from a plain producer
+        let first = append_raw(&log, &idempotent_batch(7, 0, 0, 3)).unwrap();
+        assert_eq!(
+            (first.base_offset, first.last_offset, first.duplicate),
+            (4, 6, false)
+        );
+        let retry = append_raw(&log, &idempotent_batch(7, 0, 0, 3)).unwrap();
+        assert_eq!(
+            (retry.base_offset, retry.last_offset, retry.duplicate),
+            (4, 6, true)
+        );
+        assert_eq!(log.log_end_offset(), 7, "a duplicate appends nothing");
+        assert!(matches!(
+            append_raw(&log, &idempotent_batch(7, 0, 5, 1)),
+            Err(LogError::Sequence(SequenceError::OutOfOrder {
+                expected: 3,
+                got: 5
+            }))
+        ));
+        for seq in [3, 4, 5, 6, 7] {
+            append_raw(&log, &idempotent_batch(7, 0, seq, 1)).unwrap();
+        }
+        log.flush().unwrap();
+        let leo = log.log_end_offset();
+        drop(log);
+        // Unclean reopen without snapshots: state comes from batch headers.
+        for f in fs::read_dir(dir.path().join("t-0")).unwrap() {
+            let p = f.unwrap().path();
+            if p.extension().is_some_and(|e| e == "snapshot") {
+                fs::remove_file(p).unwrap();
+            }
+        }
+        let log = PartitionLog::open(dir.path(), "t", 0, cfg.clone(), None, None, false).unwrap();
+        let retry = append_raw(&log, &idempotent_batch(7, 0, 7, 1)).unwrap();
+        assert!(retry.duplicate);
+        assert_eq!(retry.base_offset, leo - 1);
+        assert!(
+            matches!(
+                append_raw(&log, &idempotent_batch(7, 0, 0, 3)),
+                Err(LogError::Sequence(SequenceError::OutOfOrder { .. }))
+            ),
+            "only the last five batches are remembered"
+        );
+        // A clean close writes a snapshot that the next open uses.
+        log.close().unwrap();
+        drop(log);
+        let log = PartitionLog::open(dir.path(), "t", 0, cfg, None, None, true).unwrap();
+        assert!(
+            append_raw(&log, &idempotent_batch(7, 0, 7, 1))
+                .unwrap()
+                .duplicate
+        );
+        assert!(matches!(
+            append_raw(&log, &idempotent_batch(7, -1, 8, 1)),
+            Err(LogError::Sequence(
+                SequenceError::InvalidProducerEpoch { .. }
+            ))
+        ));
+        assert_eq!(
+            append_raw(&log, &idempotent_batch(7, 1, 0, 1))
+                .unwrap()
+                .base_offset,
+            leo
+        );
     }
 }

@@ -229,6 +229,9 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
         ApiKey::DescribeGroups => route!(DescribeGroupsRequest, handlers::groups::describe_groups),
         ApiKey::ListGroups => route!(ListGroupsRequest, handlers::groups::list_groups),
         ApiKey::DeleteGroups => route!(DeleteGroupsRequest, handlers::groups::delete_groups),
+        ApiKey::InitProducerId => {
+            route!(InitProducerIdRequest, handlers::producer::init_producer_id)
+        }
         other => Err(DispatchError::UnsupportedVersion {
             api: other,
             version,

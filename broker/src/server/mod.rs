@@ -19,12 +19,14 @@ use tokio::sync::watch;
 use crate::config::BrokerConfig;
 use crate::group::GroupCoordinator;
 use crate::log_manager::LogManager;
+use crate::producer_ids::ProducerIdManager;
 
 /// What every request handler can see.
 #[derive(Debug)]
 pub struct Broker {
     pub logs: Arc<LogManager>,
     pub groups: Arc<GroupCoordinator>,
+    pub producer_ids: ProducerIdManager,
     pub config: Arc<BrokerConfig>,
     pub node_id: i32,
     pub advertised_host: String,

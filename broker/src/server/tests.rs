@@ -34,6 +34,7 @@ fn broker(dir: &std::path::Path) -> Broker {
         .unwrap();
     let groups = crate::group::GroupCoordinator::open(logs.clone(), &config).unwrap();
     Broker {
+        producer_ids: crate::producer_ids::ProducerIdManager::open(dir).unwrap(),
         logs,
         groups,
         config,

@@ -29,6 +29,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::InitProducerId, 0, 4),
 ];
 
 pub fn range(api: ApiKey) -> Option<(i16, i16)> {

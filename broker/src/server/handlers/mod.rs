@@ -9,6 +9,7 @@ pub mod groups;
 pub mod list_offsets;
 pub mod metadata;
 pub mod produce;
+pub mod producer;
 pub mod topics;
 
 use kafka_protocol::protocol::StrBytes;

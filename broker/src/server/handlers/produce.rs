@@ -13,6 +13,7 @@ use kafka_protocol::ResponseError;
 
 use super::s;
 use crate::log::batch::{self, BatchError};
+use crate::log::producer_state::SequenceError;
 use crate::log::{LogError, PartitionLog};
 use crate::server::Broker;
 
@@ -211,6 +212,24 @@ fn append_partition(
             ResponseError::MessageTooLarge,
             format!("record batch of {size} bytes exceeds the topic's max.message.bytes ({max})"),
         ),
+        Err(LogError::Sequence(e)) => {
+            let (code, message) = match e {
+                SequenceError::InvalidProducerEpoch { current, got } => (
+                    ResponseError::InvalidProducerEpoch,
+                    format!("producer epoch {got} is older than the current epoch {current}"),
+                ),
+                SequenceError::OutOfOrder { expected, got } => (
+                    ResponseError::OutOfOrderSequenceNumber,
+                    format!("expected sequence {expected}, got {got}"),
+                ),
+                SequenceError::UnknownProducerId => (
+                    ResponseError::UnknownProducerId,
+                    "no state for this producer id and the batch does not start at sequence 0"
+                        .to_string(),
+                ),
+            };
+            fail(code, message)
+        }
         // Deleted or shutting down: retriable, the client refreshes metadata.
         Err(LogError::Closed) => fail(
             ResponseError::NotLeaderOrFollower,

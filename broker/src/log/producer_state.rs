@@ -1,0 +1,429 @@
+//! Per-partition state of idempotent producers: for each producer id, its
+//! epoch and the last five batches it wrote (sequence range and offsets), so
+//! a retried batch is recognised and answered with its original offset, a
+//! gap is refused, and an older epoch is fenced — Kafka's
+//! `ProducerStateManager` for non-transactional producers.
+//!
+//! The state is derived from batch headers, so recovery can always rebuild
+//! it by scanning the log; snapshots (`<offset>.snapshot`, written when a
+//! segment is sealed and at shutdown) bound that scan. No I/O but snapshots.
+
+use std::collections::{HashMap, VecDeque};
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::batch::BatchHeader;
+use super::checkpoint::write_atomically;
+
+/// Batches remembered per producer (Kafka's `max.in.flight` limit for
+/// idempotence is 5).
+pub const BATCHES_PER_PRODUCER: usize = 5;
+const SNAPSHOT_SUFFIX: &str = ".snapshot";
+const SNAPSHOT_VERSION: u16 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchMeta {
+    pub first_seq: i32,
+    pub last_seq: i32,
+    pub base_offset: i64,
+    pub last_offset: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProducerEntry {
+    pub epoch: i16,
+    pub batches: VecDeque<BatchMeta>,
+    pub last_timestamp: i64,
+}
+
+/// Why an idempotent batch is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SequenceError {
+    /// A batch from an epoch older than the producer's current one.
+    InvalidProducerEpoch { current: i16, got: i16 },
+    /// The batch does not follow the last one written.
+    OutOfOrder { expected: i32, got: i32 },
+    /// No state for this producer and the batch does not start a sequence.
+    UnknownProducerId,
+}
+
+/// What the check decided for one batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SequenceCheck {
+    /// Not an idempotent batch, or the next batch in sequence: append it.
+    Append,
+    /// Already written: answer with the original offsets, append nothing.
+    Duplicate(BatchMeta),
+}
+
+fn last_seq_of(h: &BatchHeader) -> i32 {
+    // Sequences wrap at i32::MAX like Kafka's.
+    ((h.base_sequence as i64 + h.last_offset_delta as i64) % (i32::MAX as i64 + 1)) as i32
+}
+
+fn next_seq(s: i32) -> i32 {
+    if s == i32::MAX {
+        0
+    } else {
+        s + 1
+    }
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ProducerStateManager {
+    producers: HashMap<i64, ProducerEntry>,
+}
+
+impl ProducerStateManager {
+    pub fn len(&self) -> usize {
+        self.producers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.producers.is_empty()
+    }
+
+    pub fn get(&self, producer_id: i64) -> Option<&ProducerEntry> {
+        self.producers.get(&producer_id)
+    }
+
+    /// Checks an incoming batch (offsets not yet assigned).
+    pub fn check(&self, h: &BatchHeader) -> Result<SequenceCheck, SequenceError> {
+        if h.producer_id < 0 {
+            return Ok(SequenceCheck::Append);
+        }
+        let Some(entry) = self.producers.get(&h.producer_id) else {
+            return if h.base_sequence == 0 {
+                Ok(SequenceCheck::Append)
+            } else {
+                Err(SequenceError::UnknownProducerId)
+            };
+        };
+        if h.producer_epoch < entry.epoch {
+            return Err(SequenceError::InvalidProducerEpoch {
+                current: entry.epoch,
+                got: h.producer_epoch,
+            });
+        }
+        if h.producer_epoch > entry.epoch {
+            // A new epoch restarts the sequence.
+            return if h.base_sequence == 0 {
+                Ok(SequenceCheck::Append)
+            } else {
+                Err(SequenceError::OutOfOrder {
+                    expected: 0,
+                    got: h.base_sequence,
+                })
+            };
+        }
+        let last = last_seq_of(h);
+        if let Some(dup) = entry
+            .batches
+            .iter()
+            .find(|b| b.first_seq == h.base_sequence && b.last_seq == last)
+        {
+            return Ok(SequenceCheck::Duplicate(*dup));
+        }
+        let expected = entry
+            .batches
+            .back()
+            .map(|b| next_seq(b.last_seq))
+            .unwrap_or(0);
+        if h.base_sequence != expected {
+            return Err(SequenceError::OutOfOrder {
+                expected,
+                got: h.base_sequence,
+            });
+        }
+        Ok(SequenceCheck::Append)
+    }
+
+    /// Records a batch as written (its header carries the assigned offsets).
+    pub fn update(&mut self, h: &BatchHeader) {
+        if h.producer_id < 0 {
+            return;
+        }
+        let entry = self
+            .producers
+            .entry(h.producer_id)
+            .or_insert_with(|| ProducerEntry {
+                epoch: h.producer_epoch,
+                batches: VecDeque::new(),
+                last_timestamp: -1,
+            });
+        if h.producer_epoch != entry.epoch {
+            entry.epoch = h.producer_epoch;
+            entry.batches.clear();
+        }
+        if entry.batches.len() == BATCHES_PER_PRODUCER {
+            entry.batches.pop_front();
+        }
+        entry.batches.push_back(BatchMeta {
+            first_seq: h.base_sequence,
+            last_seq: last_seq_of(h),
+            base_offset: h.base_offset,
+            last_offset: h.last_offset(),
+        });
+        entry.last_timestamp = entry.last_timestamp.max(h.max_timestamp);
+    }
+
+    /// Forgets producers whose last write is older than `cutoff_ms`
+    /// (`producer.id.expiration.ms`).
+    pub fn expire(&mut self, cutoff_ms: i64) -> usize {
+        let before = self.producers.len();
+        self.producers.retain(|_, e| e.last_timestamp >= cutoff_ms);
+        before - self.producers.len()
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16 + self.producers.len() * 64);
+        out.extend_from_slice(&SNAPSHOT_VERSION.to_be_bytes());
+        out.extend_from_slice(&(self.producers.len() as u32).to_be_bytes());
+        let mut ids: Vec<_> = self.producers.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            let e = &self.producers[&id];
+            out.extend_from_slice(&id.to_be_bytes());
+            out.extend_from_slice(&e.epoch.to_be_bytes());
+            out.extend_from_slice(&e.last_timestamp.to_be_bytes());
+            out.push(e.batches.len() as u8);
+            for b in &e.batches {
+                out.extend_from_slice(&b.first_seq.to_be_bytes());
+                out.extend_from_slice(&b.last_seq.to_be_bytes());
+                out.extend_from_slice(&b.base_offset.to_be_bytes());
+                out.extend_from_slice(&b.last_offset.to_be_bytes());
+            }
+        }
+        let crc = crc32c::crc32c(&out);
+        out.extend_from_slice(&crc.to_be_bytes());
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        if bytes.len() < 10 {
+            return None;
+        }
+        let (body, crc) = bytes.split_at(bytes.len() - 4);
+        if crc32c::crc32c(body) != u32::from_be_bytes(crc.try_into().ok()?) {
+            return None;
+        }
+        let mut r = Reader { b: body, pos: 0 };
+        if r.u16()? != SNAPSHOT_VERSION {
+            return None;
+        }
+        let n = r.u32()? as usize;
+        let mut producers = HashMap::with_capacity(n.min(1 << 16));
+        for _ in 0..n {
+            let id = r.i64()?;
+            let epoch = r.u16()? as i16;
+            let last_timestamp = r.i64()?;
+            let count = r.u8()? as usize;
+            let mut batches = VecDeque::with_capacity(count);
+            for _ in 0..count {
+                batches.push_back(BatchMeta {
+                    first_seq: r.u32()? as i32,
+                    last_seq: r.u32()? as i32,
+                    base_offset: r.i64()?,
+                    last_offset: r.i64()?,
+                });
+            }
+            producers.insert(
+                id,
+                ProducerEntry {
+                    epoch,
+                    batches,
+                    last_timestamp,
+                },
+            );
+        }
+        Some(ProducerStateManager { producers })
+    }
+
+    /// Writes `<offset>.snapshot` (state after every batch below `offset`)
+    /// and keeps only the two newest snapshots.
+    pub fn write_snapshot(&self, dir: &Path, offset: i64) -> io::Result<()> {
+        write_atomically(&snapshot_path(dir, offset), &self.encode())?;
+        let mut all = list_snapshots(dir)?;
+        all.sort_unstable();
+        let keep_from = all.len().saturating_sub(2);
+        for old in &all[..keep_from] {
+            let _ = fs::remove_file(snapshot_path(dir, *old));
+        }
+        Ok(())
+    }
+
+    /// Loads the newest valid snapshot at or below `max_offset`, deleting
+    /// snapshots above it (they describe a log that was truncated).
+    pub fn load_snapshot(dir: &Path, max_offset: i64) -> io::Result<Option<(i64, Self)>> {
+        let mut all = list_snapshots(dir)?;
+        all.sort_unstable();
+        for off in all.iter().rev() {
+            if *off > max_offset {
+                let _ = fs::remove_file(snapshot_path(dir, *off));
+                continue;
+            }
+            if let Some(state) = fs::read(snapshot_path(dir, *off))
+                .ok()
+                .and_then(|b| Self::decode(&b))
+            {
+                return Ok(Some((*off, state)));
+            }
+            tracing::warn!(dir = %dir.display(), offset = off, "ignoring corrupt producer state snapshot");
+        }
+        Ok(None)
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl Reader<'_> {
+    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let s = self.b.get(self.pos..self.pos + N)?;
+        self.pos += N;
+        s.try_into().ok()
+    }
+    fn u8(&mut self) -> Option<u8> {
+        self.take::<1>().map(|a| a[0])
+    }
+    fn u16(&mut self) -> Option<u16> {
+        self.take::<2>().map(u16::from_be_bytes)
+    }
+    fn u32(&mut self) -> Option<u32> {
+        self.take::<4>().map(u32::from_be_bytes)
+    }
+    fn i64(&mut self) -> Option<i64> {
+        self.take::<8>().map(i64::from_be_bytes)
+    }
+}
+
+fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
+    dir.join(format!(
+        "{}{SNAPSHOT_SUFFIX}",
+        super::segment::file_stem(offset)
+    ))
+}
+
+fn list_snapshots(dir: &Path) -> io::Result<Vec<i64>> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir)? {
+        let name = e?.file_name();
+        if let Some(stem) = name.to_string_lossy().strip_suffix(SNAPSHOT_SUFFIX) {
+            if let Ok(o) = stem.parse() {
+                out.push(o);
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hdr(pid: i64, epoch: i16, seq: i32, count: i32, base: i64) -> BatchHeader {
+        BatchHeader {
+            base_offset: base,
+            size: 100,
+            partition_leader_epoch: 0,
+            magic: 2,
+            crc: 0,
+            attributes: 0,
+            last_offset_delta: count - 1,
+            base_timestamp: 1,
+            max_timestamp: 1,
+            producer_id: pid,
+            producer_epoch: epoch,
+            base_sequence: seq,
+            record_count: count,
+        }
+    }
+
+    #[test]
+    fn sequence_rules() {
+        let mut s = ProducerStateManager::default();
+        assert_eq!(
+            s.check(&hdr(7, 0, 3, 1, 0)),
+            Err(SequenceError::UnknownProducerId)
+        );
+        assert_eq!(s.check(&hdr(7, 0, 0, 2, 0)), Ok(SequenceCheck::Append));
+        s.update(&hdr(7, 0, 0, 2, 10));
+        // Retry of the same batch: duplicate with its original offsets.
+        match s.check(&hdr(7, 0, 0, 2, 0)) {
+            Ok(SequenceCheck::Duplicate(m)) => assert_eq!((m.base_offset, m.last_offset), (10, 11)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            s.check(&hdr(7, 0, 3, 1, 0)),
+            Err(SequenceError::OutOfOrder {
+                expected: 2,
+                got: 3
+            })
+        );
+        assert_eq!(s.check(&hdr(7, 0, 2, 1, 0)), Ok(SequenceCheck::Append));
+        // A new epoch restarts at 0; the old epoch is then fenced.
+        assert_eq!(s.check(&hdr(7, 1, 0, 1, 0)), Ok(SequenceCheck::Append));
+        s.update(&hdr(7, 1, 0, 1, 20));
+        assert!(matches!(
+            s.check(&hdr(7, 0, 2, 1, 0)),
+            Err(SequenceError::InvalidProducerEpoch { .. })
+        ));
+        // Only the last five batches are remembered.
+        for i in 1..=6 {
+            s.update(&hdr(7, 1, i, 1, 20 + i as i64));
+        }
+        assert_eq!(s.get(7).unwrap().batches.len(), BATCHES_PER_PRODUCER);
+        assert_eq!(
+            s.check(&hdr(7, 1, 1, 1, 0)),
+            Err(SequenceError::OutOfOrder {
+                expected: 7,
+                got: 1
+            })
+        );
+        // Sequences wrap.
+        let mut w = ProducerStateManager::default();
+        w.update(&hdr(9, 0, 0, 1, 0));
+        w.producers
+            .get_mut(&9)
+            .unwrap()
+            .batches
+            .back_mut()
+            .unwrap()
+            .last_seq = i32::MAX - 1;
+        assert_eq!(
+            w.check(&hdr(9, 0, i32::MAX, 2, 0)),
+            Ok(SequenceCheck::Append)
+        );
+        w.update(&hdr(9, 0, i32::MAX, 2, 5));
+        assert_eq!(w.check(&hdr(9, 0, 1, 1, 0)), Ok(SequenceCheck::Append));
+    }
+
+    #[test]
+    fn snapshots_roundtrip_and_prune() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = ProducerStateManager::default();
+        s.update(&hdr(1, 2, 0, 3, 0));
+        s.update(&hdr(5, 0, 0, 1, 3));
+        for off in [4, 8, 12] {
+            s.write_snapshot(dir.path(), off).unwrap();
+        }
+        assert_eq!(list_snapshots(dir.path()).unwrap().len(), 2);
+        let (off, loaded) = ProducerStateManager::load_snapshot(dir.path(), 100)
+            .unwrap()
+            .unwrap();
+        assert_eq!((off, &loaded), (12, &s));
+        // A snapshot past the log end is dropped.
+        let (off, _) = ProducerStateManager::load_snapshot(dir.path(), 10)
+            .unwrap()
+            .unwrap();
+        assert_eq!(off, 8);
+        // Corruption is detected.
+        std::fs::write(snapshot_path(dir.path(), 8), b"garbage-garbage").unwrap();
+        assert!(ProducerStateManager::load_snapshot(dir.path(), 10)
+            .unwrap()
+            .is_none());
+    }
+}

@@ -1,0 +1,69 @@
+//! Producer id allocation for InitProducerId. Ids are reserved in blocks:
+//! the end of the current block is persisted (`producer-id-block`) before
+//! any id in it is handed out, so a restart never reuses an id.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::log::checkpoint::write_atomically;
+
+const FILE: &str = "producer-id-block";
+const BLOCK: i64 = 1000;
+
+#[derive(Debug)]
+pub struct ProducerIdManager {
+    path: PathBuf,
+    /// (next id to hand out, end of the reserved block)
+    state: Mutex<(i64, i64)>,
+}
+
+impl ProducerIdManager {
+    pub fn open(data_dir: &Path) -> io::Result<Self> {
+        let path = data_dir.join(FILE);
+        let reserved_end = match fs::read_to_string(&path) {
+            Ok(s) => s.trim().parse::<i64>().map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}: {e}", path.display()),
+                )
+            })?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(e),
+        };
+        Ok(ProducerIdManager {
+            path,
+            state: Mutex::new((reserved_end, reserved_end)),
+        })
+    }
+
+    /// A producer id never handed out before.
+    pub fn next_id(&self) -> io::Result<i64> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.0 >= st.1 {
+            let end = st.1 + BLOCK;
+            write_atomically(&self.path, end.to_string().as_bytes())?;
+            st.1 = end;
+        }
+        let id = st.0;
+        st.0 += 1;
+        Ok(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_across_restarts() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = ProducerIdManager::open(dir.path()).unwrap();
+        assert_eq!(m.next_id().unwrap(), 0);
+        assert_eq!(m.next_id().unwrap(), 1);
+        drop(m);
+        let m = ProducerIdManager::open(dir.path()).unwrap();
+        assert_eq!(m.next_id().unwrap(), BLOCK);
+    }
+}
