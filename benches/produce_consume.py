@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
 """Strata produce/consume benchmark, with the machine's own disk as the yardstick.
 
+SECONDARY MODE (BENCH_CLIENT=python benches/run.sh): confluent-kafka clients in
+Python processes. They burn several times the broker's CPU, so on a small
+machine these figures are client-bound and understate the broker; the primary
+benchmark is benches/bench.py (librdkafka's rdkafka_performance).
+
 In one run, on the same filesystem:
   (a) raw disk: sequential write of BENCH_RAW_BYTES in 1 MiB blocks + one
       final fsync; the same with fdatasync after every 1 MiB (bounded to
