@@ -1521,4 +1521,45 @@ mod tests {
         assert_eq!(c.delete_group("g").await, 0);
         assert_eq!(c.describe("g").state, "Dead");
     }
+
+    #[tokio::test]
+    async fn offsets_of_empty_groups_expire_durably() {
+        let (d, logs, c, cfg) = setup(&["offsets.retention.minutes=1"]);
+        let commit = vec![OffsetCommit {
+            topic: "t".into(),
+            partition: 0,
+            offset: 3,
+            leader_epoch: 0,
+            metadata: String::new(),
+        }];
+        assert_eq!(c.commit("old", -1, "", None, commit.clone()).await, vec![0]);
+        assert_eq!(c.commit("fresh", -1, "", None, commit).await, vec![0]);
+        c.expire_offsets();
+        assert_eq!(
+            c.fetch("old", None).len(),
+            1,
+            "not expired before the retention"
+        );
+        {
+            let mut groups = c.lock();
+            let g = groups.get_mut("old").unwrap();
+            for v in g.offsets.values_mut() {
+                v.commit_timestamp -= 61_000;
+            }
+        }
+        c.expire_offsets();
+        assert!(c.fetch("old", None).is_empty());
+        assert_eq!(c.describe("old").state, "Dead");
+        assert_eq!(c.fetch("fresh", None).len(), 1);
+        drop(c);
+        logs.shutdown().unwrap();
+        drop(logs);
+        let logs = LogManager::open(d.path(), Arc::new(cfg.clone())).unwrap();
+        let c = GroupCoordinator::open(logs, &cfg).unwrap();
+        assert!(
+            c.fetch("old", None).is_empty(),
+            "expiry is written as tombstones"
+        );
+        assert_eq!(c.fetch("fresh", None).len(), 1);
+    }
 }
