@@ -75,7 +75,7 @@ struct BrokerArgs {
     /// log.index.size.max.bytes, log.message.timestamp.type,
     /// log.cleanup.policy, compression.type, min.insync.replicas,
     /// log.flush.offset.checkpoint.interval.ms, node.id,
-    /// offsets.topic.num.partitions, offsets.retention.minutes,
+    /// offsets.topic.num.partitions, offsets.topic.segment.bytes, offsets.retention.minutes,
     /// offsets.retention.check.interval.ms, offsets.commit.timeout.ms,
     /// offset.metadata.max.bytes, group.min.session.timeout.ms,
     /// group.max.session.timeout.ms, group.initial.rebalance.delay.ms.

@@ -282,6 +282,13 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "Partitions of the internal __consumer_offsets topic (fixed once created).",
     ),
     broker(
+        "offsets.topic.segment.bytes",
+        ConfigType::Int,
+        "104857600",
+        Validator::IntAtLeast(1024),
+        "Segment size of __consumer_offsets; partitions with a closed segment are compacted at the next offsets check.",
+    ),
+    broker(
         "offsets.retention.minutes",
         ConfigType::Int,
         "10080",

@@ -124,8 +124,12 @@ enum Sync {
 impl GroupCoordinator {
     /// Opens `__consumer_offsets` and rebuilds every group from it.
     pub fn open(logs: Arc<LogManager>, broker: &BrokerConfig) -> anyhow::Result<Arc<Self>> {
-        let store = OffsetsLog::open(logs.clone(), broker.i32("offsets.topic.num.partitions"))
-            .map_err(|e| anyhow::anyhow!("cannot open __consumer_offsets: {e}"))?;
+        let store = OffsetsLog::open(
+            logs.clone(),
+            broker.i32("offsets.topic.num.partitions"),
+            broker.i32("offsets.topic.segment.bytes"),
+        )
+        .map_err(|e| anyhow::anyhow!("cannot open __consumer_offsets: {e}"))?;
         let mut groups: HashMap<String, Group> = HashMap::new();
         let now = Instant::now();
         let started = Instant::now();
@@ -1115,40 +1119,93 @@ impl GroupCoordinator {
             tick.tick().await;
             loop {
                 tick.tick().await;
-                me.expire_offsets();
+                let m = me.clone();
+                let done = tokio::task::spawn_blocking(move || {
+                    m.expire_offsets();
+                    m.compact()
+                })
+                .await;
+                match done {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => {
+                        tracing::error!(error = %e, "compacting __consumer_offsets failed")
+                    }
+                    Err(e) => tracing::error!(error = %e, "offsets maintenance task failed"),
+                }
             }
         });
+    }
+
+    /// Compacts `__consumer_offsets`: for each partition holding more than
+    /// one segment, seals the active segment, rewrites the live state of the
+    /// partition's groups (committed offsets and membership) after it, makes
+    /// that durable, and deletes everything before it. Replaying the
+    /// partition then yields exactly the live state, as after Kafka's log
+    /// cleaner. Holds the coordinator lock throughout, so no commit
+    /// interleaves. Blocking (fsync): run off the async workers.
+    pub fn compact(&self) -> Result<usize, crate::log::LogError> {
+        let groups = self.lock();
+        let mut compacted = 0;
+        for p in 0..self.store.partitions() {
+            let Some(log) = self.store.log(p) else {
+                continue;
+            };
+            if log.segment_count() < 2 {
+                continue;
+            }
+            let before = log.size_bytes();
+            let start = log.roll()?;
+            let mut live = 0usize;
+            for g in groups
+                .values()
+                .filter(|g| self.store.partition_of(&g.id) == p)
+            {
+                let mut records: Vec<(RecordKey, Option<Bytes>)> = g
+                    .offsets
+                    .iter()
+                    .map(|((t, part), v)| {
+                        (
+                            RecordKey::Offset {
+                                group: g.id.clone(),
+                                topic: t.clone(),
+                                partition: *part,
+                            },
+                            Some(v.encode()),
+                        )
+                    })
+                    .collect();
+                if g.generation > 0 || !g.members.is_empty() {
+                    records.push((
+                        RecordKey::Group {
+                            group: g.id.clone(),
+                        },
+                        Some(group_value(g).encode()),
+                    ));
+                }
+                live += records.len();
+                if !records.is_empty() {
+                    self.store.append(&g.id, &records)?;
+                }
+            }
+            log.flush()?;
+            let deleted = log.delete_before(start)?;
+            compacted += 1;
+            tracing::info!(
+                partition = p,
+                live_records = live,
+                segments_deleted = deleted,
+                bytes_before = before,
+                bytes_after = log.size_bytes(),
+                "compacted __consumer_offsets partition"
+            );
+        }
+        Ok(compacted)
     }
 
     /// Writes the group's membership (after a rebalance completes or the
     /// group empties) so a restart restores it without a rebalance.
     fn persist_group(&self, group: &Group) {
-        let value = GroupValue {
-            protocol_type: group.protocol_type.clone().unwrap_or_default(),
-            generation: group.generation,
-            protocol: group.protocol_name.clone(),
-            leader: group.leader.clone(),
-            state_timestamp: group.state_timestamp_ms,
-            members: group
-                .join_order
-                .iter()
-                .filter_map(|id| group.members.get(id))
-                .map(|m| MemberRecord {
-                    member_id: m.member_id.clone(),
-                    group_instance_id: m.group_instance_id.clone(),
-                    client_id: m.client_id.clone(),
-                    client_host: m.client_host.clone(),
-                    rebalance_timeout_ms: m.rebalance_timeout_ms,
-                    session_timeout_ms: m.session_timeout_ms,
-                    subscription: group
-                        .protocol_name
-                        .as_deref()
-                        .map(|p| m.metadata_for(p))
-                        .unwrap_or_default(),
-                    assignment: m.assignment.clone(),
-                })
-                .collect(),
-        };
+        let value = group_value(group);
         if let Err(e) = self.store.append(
             &group.id,
             &[(
@@ -1160,6 +1217,36 @@ impl GroupCoordinator {
         ) {
             tracing::error!(group = %group.id, error = %e, "writing group metadata failed");
         }
+    }
+}
+
+/// A group's membership as stored in `__consumer_offsets`.
+fn group_value(group: &Group) -> GroupValue {
+    GroupValue {
+        protocol_type: group.protocol_type.clone().unwrap_or_default(),
+        generation: group.generation,
+        protocol: group.protocol_name.clone(),
+        leader: group.leader.clone(),
+        state_timestamp: group.state_timestamp_ms,
+        members: group
+            .join_order
+            .iter()
+            .filter_map(|id| group.members.get(id))
+            .map(|m| MemberRecord {
+                member_id: m.member_id.clone(),
+                group_instance_id: m.group_instance_id.clone(),
+                client_id: m.client_id.clone(),
+                client_host: m.client_host.clone(),
+                rebalance_timeout_ms: m.rebalance_timeout_ms,
+                session_timeout_ms: m.session_timeout_ms,
+                subscription: group
+                    .protocol_name
+                    .as_deref()
+                    .map(|p| m.metadata_for(p))
+                    .unwrap_or_default(),
+                assignment: m.assignment.clone(),
+            })
+            .collect(),
     }
 }
 
@@ -1561,5 +1648,64 @@ mod tests {
             "expiry is written as tombstones"
         );
         assert_eq!(c.fetch("fresh", None).len(), 1);
+    }
+
+    #[tokio::test]
+    async fn compaction_keeps_only_live_state() {
+        let (d, logs, c, cfg) = setup(&[
+            "offsets.topic.segment.bytes=1024",
+            "offsets.topic.num.partitions=1",
+        ]);
+        let a = join_new(&c).await;
+        c.sync(
+            "g",
+            &a.member_id,
+            None,
+            1,
+            None,
+            None,
+            vec![(a.member_id.clone(), Bytes::from_static(b"A"))],
+        )
+        .await;
+        for i in 0..300 {
+            let commit = vec![OffsetCommit {
+                topic: "t".into(),
+                partition: i % 2,
+                offset: i as i64,
+                leader_epoch: 0,
+                metadata: String::new(),
+            }];
+            assert_eq!(c.commit("g", 1, &a.member_id, None, commit).await, vec![0]);
+        }
+        let commit = vec![OffsetCommit {
+            topic: "t".into(),
+            partition: 0,
+            offset: 1,
+            leader_epoch: 0,
+            metadata: "x".into(),
+        }];
+        c.commit("gone", -1, "", None, commit).await;
+        assert_eq!(c.delete_group("gone").await, 0);
+        let log = logs.partition(super::super::OFFSETS_TOPIC, 0).unwrap();
+        let (segments, size) = (log.segment_count(), log.size_bytes());
+        assert!(segments > 5, "{segments} segments");
+        assert_eq!(c.compact().unwrap(), 1);
+        assert!(
+            log.segment_count() <= 2 && log.size_bytes() < size / 10,
+            "{} segments, {} bytes",
+            log.segment_count(),
+            log.size_bytes()
+        );
+        drop(c);
+        drop(log);
+        logs.shutdown().unwrap();
+        drop(logs);
+        let logs = LogManager::open(d.path(), Arc::new(cfg.clone())).unwrap();
+        let c = GroupCoordinator::open(logs, &cfg).unwrap();
+        let f = c.fetch("g", Some(vec![("t".into(), vec![0, 1])]));
+        assert_eq!((f[0].offset, f[1].offset), (298, 299));
+        assert_eq!(c.describe("g").state, "Stable");
+        assert_eq!(c.describe("gone").state, "Dead");
+        assert_eq!(c.heartbeat("g", &a.member_id, None, 1), 0);
     }
 }

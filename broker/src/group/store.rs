@@ -48,7 +48,11 @@ fn now_ms() -> i64 {
 
 impl OffsetsLog {
     /// Opens the internal topic, creating it on first start.
-    pub fn open(logs: Arc<LogManager>, partitions: i32) -> Result<Self, TopicError> {
+    pub fn open(
+        logs: Arc<LogManager>,
+        partitions: i32,
+        segment_bytes: i32,
+    ) -> Result<Self, TopicError> {
         let partitions = match logs.topic(OFFSETS_TOPIC) {
             Some(t) => t.partition_count() as i32,
             None => {
@@ -57,12 +61,20 @@ impl OffsetsLog {
                 // removed by tombstones.
                 cfg.insert("retention.ms".to_string(), "-1".to_string());
                 cfg.insert("retention.bytes".to_string(), "-1".to_string());
-                cfg.insert("segment.bytes".to_string(), "104857600".to_string());
+                cfg.insert("segment.bytes".to_string(), segment_bytes.to_string());
                 logs.create_topic(OFFSETS_TOPIC, partitions, 1, cfg, false)?
                     .partition_count() as i32
             }
         };
         Ok(OffsetsLog { logs, partitions })
+    }
+
+    pub fn partitions(&self) -> i32 {
+        self.partitions
+    }
+
+    pub fn log(&self, partition: i32) -> Option<Arc<PartitionLog>> {
+        self.logs.partition(OFFSETS_TOPIC, partition)
     }
 
     pub fn partition_of(&self, group: &str) -> i32 {

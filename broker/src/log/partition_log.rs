@@ -730,6 +730,42 @@ impl PartitionLog {
         }
     }
 
+    /// Rolls the active segment now if it is not empty; returns the base
+    /// offset of the (new) active segment.
+    pub fn roll(&self) -> Result<i64, LogError> {
+        let cfg = self.config.get();
+        let mut inner = self.lock_open()?;
+        if !inner.active().is_empty() {
+            self.roll_locked(&mut inner, &cfg)?;
+        }
+        Ok(inner.active().base_offset())
+    }
+
+    /// Deletes every segment that lies entirely below `offset` and moves the
+    /// log start offset up to it (never past the log end). Returns the number
+    /// of segments deleted.
+    pub fn delete_before(&self, offset: i64) -> Result<usize, LogError> {
+        let mut inner = self.lock_open()?;
+        let offset = offset.min(inner.log_end_offset());
+        let mut removed = 0;
+        while inner.segments.len() > 1 {
+            let Some(first) = inner.segments.values().next() else {
+                break;
+            };
+            if first.next_offset() > offset {
+                break;
+            }
+            if let Some((_, seg)) = inner.segments.pop_first() {
+                seg.delete_files()?;
+                removed += 1;
+            }
+        }
+        if offset > inner.log_start_offset {
+            inner.log_start_offset = offset;
+        }
+        Ok(removed)
+    }
+
     /// Rolls the active segment if it is older than `segment.ms` and not empty.
     pub fn roll_if_expired(&self, now: i64) -> Result<bool, LogError> {
         let cfg = self.config.get();
