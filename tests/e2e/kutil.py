@@ -282,3 +282,335 @@ def segment_sizes(broker, topic: str, partition: int = 0) -> dict[int, int]:
         if m:
             out[int(m.group(1))] = f.stat().st_size
     return dict(sorted(out.items()))
+
+
+# ----------------------------------------------------------------------------
+# consumer groups (used by test_groups*.py)
+# ----------------------------------------------------------------------------
+
+import struct  # noqa: E402
+import threading  # noqa: E402
+
+# Broker settings for group tests: no initial rebalance delay (Kafka's 3 s
+# default would add 3 s to every first join).
+GROUP_BROKER = {"group.initial.rebalance.delay.ms": 0}
+
+# Kafka error codes the group tests look for.
+ERR_UNKNOWN_MEMBER_ID = 25
+ERR_REBALANCE_IN_PROGRESS = 27
+ERR_GROUP_ID_NOT_FOUND = 69
+ERR_NON_EMPTY_GROUP = 68
+ERR_FENCED_INSTANCE_ID = 82
+ERR_GROUP_SUBSCRIBED_TO_TOPIC = 86
+
+
+def group_consumer(bootstrap: str, group: str, **conf) -> Consumer:
+    """A consumer for subscribe(): manual commits, earliest reset, short
+    heartbeats so rebalances are quick."""
+    base = {"bootstrap.servers": bootstrap, "group.id": group,
+            "enable.auto.commit": False, "auto.offset.reset": "earliest",
+            "session.timeout.ms": 10000, "heartbeat.interval.ms": 500,
+            "fetch.wait.max.ms": 100, "topic.metadata.refresh.interval.ms": 5000, **COMMON}
+    base.update(conf)
+    return Consumer(base)
+
+
+def cgmd_generation(c: Consumer) -> tuple[int, str]:
+    """(generation, member id) from librdkafka's serialized consumer group
+    metadata: "CGMDv2:" + int32 generation (host order) + group id NUL +
+    member id NUL + ..."""
+    b = c.consumer_group_metadata()
+    assert b[:7] == b"CGMDv2:", f"unexpected consumer_group_metadata format {b[:16]!r}"
+    gen = struct.unpack("=i", b[7:11])[0]
+    rest = b[11:]
+    _, _, rest = rest.partition(b"\x00")
+    member, _, _ = rest.partition(b"\x00")
+    return gen, member.decode()
+
+
+def describe_group(adm: AdminClient, group: str, timeout: float = 30.0):
+    """confluent-kafka ConsumerGroupDescription of one group."""
+    return adm.describe_consumer_groups([group], request_timeout=timeout)[group].result(timeout=timeout + 10)
+
+
+def group_state(adm: AdminClient, group: str) -> str:
+    return describe_group(adm, group).state.name  # e.g. "STABLE", "EMPTY", "DEAD"
+
+
+def member_assignments(desc) -> dict[str, set[tuple[str, int]]]:
+    """{member id: {(topic, partition)}} of a ConsumerGroupDescription."""
+    return {m.member_id: {(tp.topic, tp.partition) for tp in m.assignment.topic_partitions}
+            for m in desc.members}
+
+
+def committed(adm: AdminClient, group: str, topic: str | None = None,
+              partitions: list[int] | None = None, timeout: float = 30.0) -> dict[tuple[str, int], TopicPartition]:
+    """Committed offsets via AdminClient.list_consumer_group_offsets:
+    {(topic, partition): TopicPartition (offset, metadata, leader_epoch)}.
+    Without topic, every committed partition of the group."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    tps = None if topic is None else [TopicPartition(topic, p) for p in partitions]
+    req = ConsumerGroupTopicPartitions(group, tps)
+    res = adm.list_consumer_group_offsets([req], request_timeout=timeout)[group].result(timeout=timeout + 10)
+    out = {}
+    for tp in res.topic_partitions:
+        assert tp.error is None, f"offset fetch error for {tp}: {tp.error}"
+        out[(tp.topic, tp.partition)] = tp
+    return out
+
+
+def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    c = consumer(bootstrap)
+    try:
+        return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=15, cached=False)[1]
+                for p in range(partitions)}
+    finally:
+        c.close()
+
+
+# --- raw wire requests librdkafka's AdminClient does not offer --------------
+
+def offset_delete(bootstrap: str, group: str, topics: dict[str, list[int]]) -> tuple[int, dict[tuple[str, int], int]]:
+    """OffsetDelete v0 (API 47): (top-level error, {(topic, partition): error})."""
+    import wire
+    body = wire.kstring(group) + struct.pack(">i", len(topics))
+    for t, ps in topics.items():
+        body += wire.kstring(t) + struct.pack(">i", len(ps)) + b"".join(struct.pack(">i", p) for p in ps)
+    with wire.KafkaConn.to(bootstrap) as conn:
+        r = wire.Reader(conn.request(47, 0, body))
+    err = r.i16()
+    r.i32()  # throttle
+    out = {}
+
+    def topic(rr):
+        name = rr.string()
+
+        def part(r2):
+            p = r2.i32()
+            out[(name, p)] = r2.i16()
+        rr.array(part)
+    r.array(topic)
+    return err, out
+
+
+def heartbeat(bootstrap: str, group: str, generation: int, member_id: str,
+              instance_id: str | None = None) -> int:
+    """Heartbeat v3 (API 12) sent on behalf of a member; returns the error code."""
+    import wire
+    body = wire.kstring(group) + struct.pack(">i", generation) + wire.kstring(member_id) + wire.kstring(instance_id)
+    with wire.KafkaConn.to(bootstrap) as conn:
+        r = wire.Reader(conn.request(12, 3, body))
+    r.i32()  # throttle
+    return r.i16()
+
+
+# --- a subscribed consumer driven by its own thread --------------------------
+
+class GroupMember:
+    """A subscribe()d confluent-kafka consumer polled in its own thread.
+
+    Records every message (monotonic time, topic, partition, offset, value),
+    every rebalance callback, and every error. After each polled batch it
+    commits the next offsets of what it processed (synchronously) when
+    `commit` is true; on revoke it first commits the revoked partitions'
+    progress, so whoever takes them over continues where it stopped.
+    `process(member, msg)` runs per message (e.g. to sleep).
+    """
+
+    def __init__(self, name: str, bootstrap: str, group: str, topics: list[str],
+                 commit: bool = True, process=None, batch: int = 200, **conf):
+        self.name = name
+        self.topics = topics
+        self.commit_enabled = commit
+        self.process = process
+        self.batch = batch
+        self.consumer = group_consumer(bootstrap, group, **conf)
+        self.lock = threading.Lock()
+        self.records: list[tuple[float, str, int, int, bytes | None]] = []
+        self.events: list[tuple[float, str, list[tuple[str, int]]]] = []
+        self.assignment: set[tuple[str, int]] = set()
+        self.errors: list[KafkaError] = []
+        self.commit_errors: list[str] = []
+        self.fatal: KafkaError | None = None
+        self.generation = -1
+        self.member_id = ""
+        self.last_poll = time.monotonic()
+        self._progress: dict[tuple[str, int], int] = {}   # next offset to commit
+        self._committed: dict[tuple[str, int], int] = {}
+        self._stop = threading.Event()
+        self._calls: list = []   # (fn, done event, result box) run on the member's thread
+        self.closed = threading.Event()
+        self.close_error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name=f"member-{name}", daemon=True)
+
+    # -- callbacks (run inside poll on the member's thread)
+    def _on_assign(self, c, parts):
+        tps = [(p.topic, p.partition) for p in parts]
+        with self.lock:
+            self.events.append((time.monotonic(), "assign", tps))
+            self.assignment |= set(tps)
+
+    def _on_revoke(self, c, parts):
+        tps = [(p.topic, p.partition) for p in parts]
+        self._commit(set(tps))
+        with self.lock:
+            self.events.append((time.monotonic(), "revoke", tps))
+            self.assignment -= set(tps)
+
+    def _on_lost(self, c, parts):
+        tps = [(p.topic, p.partition) for p in parts]
+        with self.lock:
+            self.events.append((time.monotonic(), "lost", tps))
+            self.assignment -= set(tps)
+
+    def _commit(self, only: set | None = None):
+        if not self.commit_enabled:
+            return
+        todo = [TopicPartition(t, p, o) for (t, p), o in self._progress.items()
+                if self._committed.get((t, p)) != o and (only is None or (t, p) in only)]
+        if not todo:
+            return
+        try:
+            res = self.consumer.commit(offsets=todo, asynchronous=False)
+            for tp in res or []:
+                if tp.error is None:
+                    self._committed[(tp.topic, tp.partition)] = tp.offset
+                else:
+                    self.commit_errors.append(f"{tp.topic}/{tp.partition}: {tp.error}")
+        except KafkaException as e:
+            self.commit_errors.append(error_str(e))
+
+    def _run(self):
+        c = self.consumer
+        c.subscribe(self.topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
+        try:
+            while not self._stop.is_set():
+                msgs = c.consume(num_messages=self.batch, timeout=0.2)
+                self.last_poll = time.monotonic()
+                now = time.monotonic()
+                for m in msgs:
+                    err = m.error()
+                    if err is not None:
+                        if err.code() != KafkaError._PARTITION_EOF:
+                            with self.lock:
+                                self.errors.append(err)
+                            # librdkafka reports a fatal error (e.g. fenced) as _FATAL
+                            if err.fatal() or err.code() == KafkaError._FATAL:
+                                self.fatal = err
+                        continue
+                    with self.lock:
+                        self.records.append((now, m.topic(), m.partition(), m.offset(), m.value()))
+                    self._progress[(m.topic(), m.partition())] = m.offset() + 1
+                    if self.process is not None:
+                        self.process(self, m)
+                self._commit()
+                self._run_calls()
+                try:
+                    self.generation, self.member_id = cgmd_generation(c)
+                except Exception:  # noqa: BLE001 - informational only
+                    pass
+                if self.fatal is not None:
+                    break
+        finally:
+            try:
+                c.close()
+            except BaseException as e:  # noqa: BLE001
+                self.close_error = e
+            self.closed.set()
+
+    def _run_calls(self):
+        with self.lock:
+            calls, self._calls = self._calls, []
+        for fn, done, box in calls:
+            try:
+                box["result"] = fn(self.consumer)
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                box["error"] = e
+            done.set()
+
+    # -- control (main thread)
+    def call(self, fn, timeout: float = 30.0):
+        """Run fn(consumer) on the member's own thread (the Python client
+        must not be used from two threads at once) and return its result."""
+        done, box = threading.Event(), {}
+        with self.lock:
+            self._calls.append((fn, done, box))
+        assert done.wait(timeout), f"member {self.name} did not run the call within {timeout}s"
+        if "error" in box:
+            raise box["error"]
+        return box["result"]
+
+    def start(self) -> "GroupMember":
+        self.thread.start()
+        return self
+
+    def stop(self, timeout: float = 30.0):
+        """Leave: stop polling and close() the consumer (LeaveGroup for a
+        dynamic member; a static member does not leave)."""
+        self._stop.set()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), f"member {self.name} did not stop within {timeout}s"
+
+    def snapshot_assignment(self) -> set[tuple[str, int]]:
+        with self.lock:
+            return set(self.assignment)
+
+    def events_since(self, t: float) -> list[tuple[float, str, list[tuple[str, int]]]]:
+        with self.lock:
+            return [e for e in self.events if e[0] >= t]
+
+    def offsets_seen(self) -> set[tuple[str, int, int]]:
+        with self.lock:
+            return {(t, p, o) for _, t, p, o, _ in self.records}
+
+    def wait_assigned(self, n: int | None = None, timeout: float = 30.0):
+        """Wait until the member has an assignment (of exactly n partitions if given)."""
+        def ok():
+            a = self.snapshot_assignment()
+            return a if (len(a) == n if n is not None else a) else None
+        return wait_until(ok, timeout, what=f"member {self.name} assigned {n if n is not None else 'any'} partitions")
+
+
+class SteadyProducer(threading.Thread):
+    """Produces round-robin over every partition at about `rate` records/s
+    until stopped; remembers every acknowledged (partition, offset)."""
+
+    def __init__(self, bootstrap, topic, partitions, rate=400):
+        super().__init__(daemon=True)
+        self.p = producer(bootstrap, **{"acks": "all", "linger.ms": 5, "enable.idempotence": False})
+        self.topic = topic
+        self.partitions = partitions
+        self.rate = rate
+        self.acked: set[tuple[int, int]] = set()
+        self.failed = []
+        self.stop_flag = threading.Event()
+        self.unflushed = -1
+
+    def _cb(self, err, msg):
+        if err is not None:
+            self.failed.append(err)
+        else:
+            self.acked.add((msg.partition(), msg.offset()))
+
+    def run(self):
+        i = 0
+        t0 = time.monotonic()
+        while not self.stop_flag.is_set():
+            due = int((time.monotonic() - t0) * self.rate)
+            while i < due:
+                try:
+                    self.p.produce(self.topic, value=f"r{i}".encode(), partition=i % self.partitions,
+                                   on_delivery=self._cb)
+                    i += 1
+                except BufferError:
+                    break
+            self.p.poll(0.01)
+        self.unflushed = self.p.flush(60)
+
+    def stop(self):
+        """Stop producing and wait for every delivery report."""
+        self.stop_flag.set()
+        self.join(90)
+        assert not self.is_alive(), "producer thread did not stop"
+        assert self.unflushed == 0, f"{self.unflushed} records undelivered"
+        assert not self.failed, f"{len(self.failed)} deliveries failed, first {self.failed[0]}"

@@ -59,6 +59,9 @@ pub struct JoinRequest {
     pub protocols: Vec<(String, Bytes)>,
     /// JoinGroup v4+: a new dynamic member first gets MEMBER_ID_REQUIRED.
     pub require_known_member_id: bool,
+    /// JoinGroup v9+ (KIP-814): a rejoining static leader can be told to
+    /// skip computing an assignment.
+    pub supports_skip_assignment: bool,
 }
 
 /// One partition's committed offset, as OffsetFetch returns it.
@@ -258,35 +261,49 @@ impl GroupCoordinator {
             if let Some(instance) = &req.group_instance_id {
                 if let Some(old_id) = group.static_members.get(instance).cloned() {
                     // A static member restarted: it takes over its old
-                    // identity; the old member id is fenced.
-                    let old = group.remove_member(&old_id);
-                    let (assignment, same, was_leader) = match old {
-                        Some(mut old) => {
-                            if let Some(tx) = old.awaiting_join.take() {
-                                let _ = tx.send(JoinResult::error(
-                                    code(ResponseError::FencedInstanceId),
-                                    old_id.clone(),
-                                ));
-                            }
-                            if let Some(tx) = old.awaiting_sync.take() {
-                                let _ = tx.send(sync_error(ResponseError::FencedInstanceId));
-                            }
-                            (
-                                old.assignment.clone(),
-                                old.same_protocols(&req.protocols),
-                                group.leader.is_none()
-                                    || group.leader.as_deref() == Some(old_id.as_str()),
-                            )
-                        }
-                        None => (Bytes::new(), false, false),
+                    // identity (position, leadership, assignment) under a new
+                    // member id; the old member id is fenced.
+                    let Some(mut old) = group.members.remove(&old_id) else {
+                        group.static_members.remove(instance);
+                        group.add_member(new_member(&id, &req, Bytes::new()));
+                        return self.park_join(group, &id, now);
                     };
-                    group.add_member(new_member(&id, &req, assignment));
+                    if let Some(tx) = old.awaiting_join.take() {
+                        let _ = tx.send(JoinResult::error(
+                            code(ResponseError::FencedInstanceId),
+                            old_id.clone(),
+                        ));
+                    }
+                    if let Some(tx) = old.awaiting_sync.take() {
+                        let _ = tx.send(sync_error(ResponseError::FencedInstanceId));
+                    }
+                    let was_leader = group.leader.as_deref() == Some(old_id.as_str());
+                    let mut member = new_member(&id, &req, old.assignment.clone());
+                    if group.state == GroupState::CompletingRebalance
+                        || group.state == GroupState::PreparingRebalance
+                    {
+                        member.assignment = Bytes::new();
+                    }
+                    group.members.insert(id.clone(), member);
+                    group.static_members.insert(instance.clone(), id.clone());
+                    for slot in group.join_order.iter_mut() {
+                        if *slot == old_id {
+                            *slot = id.clone();
+                        }
+                    }
                     if was_leader {
                         group.leader = Some(id.clone());
                     }
-                    if group.state == GroupState::Stable && same && !was_leader {
-                        tracing::info!(group = %group.id, instance = %instance, member = %id, "static member rejoined; no rebalance");
-                        let result = current_join_result(group, &id, false);
+                    // As Kafka: no rebalance unless the protocol the group
+                    // would select changes (metadata bytes do not matter).
+                    if group.state == GroupState::Stable
+                        && group.select_protocol() == group.protocol_name
+                    {
+                        tracing::info!(group = %group.id, instance = %instance, member = %id, leader = was_leader,
+                            "static member rejoined; no rebalance");
+                        let skip = was_leader && req.supports_skip_assignment;
+                        let mut result = current_join_result(group, &id, skip);
+                        result.skip_assignment = skip;
                         self.persist_group(group);
                         return Join::Now(result);
                     }
@@ -394,10 +411,12 @@ impl GroupCoordinator {
                 return;
             }
         }
+        // Static members that did not rejoin stay (their session timeout
+        // decides); dynamic ones are removed, as in Kafka's onCompleteJoin.
         let laggards: Vec<String> = group
             .members
             .values()
-            .filter(|m| m.awaiting_join.is_none())
+            .filter(|m| m.awaiting_join.is_none() && m.group_instance_id.is_none())
             .map(|m| m.member_id.clone())
             .collect();
         for id in laggards {
@@ -1302,6 +1321,7 @@ fn current_join_result(group: &Group, member_id: &str, with_members: bool) -> Jo
         } else {
             Vec::new()
         },
+        skip_assignment: false,
     }
 }
 
@@ -1387,6 +1407,7 @@ mod tests {
             protocol_type: "consumer".into(),
             protocols: vec![("range".into(), Bytes::from_static(b"m"))],
             require_known_member_id: true,
+            supports_skip_assignment: false,
         }
     }
 
@@ -1537,6 +1558,22 @@ mod tests {
             ResponseError::FencedInstanceId.code()
         );
         assert_eq!(c.heartbeat("g", &a.member_id, Some("i-a"), 2), 0);
+        // The leader restarts too, with different subscription bytes: still
+        // no rebalance, and leadership moves to its new member id.
+        let mut r = join_req("", Some("i-a"));
+        r.protocols = vec![("range".into(), Bytes::from_static(b"other-metadata"))];
+        let a2 = c.join(r).await;
+        assert_eq!((a2.error, a2.generation), (0, 2));
+        assert_eq!(a2.leader, a2.member_id);
+        assert_eq!(c.describe("g").members.len(), 2);
+        let s = c
+            .sync("g", &a2.member_id, Some("i-a"), 2, None, None, vec![])
+            .await;
+        assert_eq!(
+            s.assignment,
+            Bytes::from_static(b"A"),
+            "a Stable group keeps its assignment"
+        );
     }
 
     #[tokio::test]

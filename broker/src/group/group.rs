@@ -41,6 +41,8 @@ pub struct JoinResult {
     pub member_id: String,
     /// (member id, group instance id, metadata) — only for the leader.
     pub members: Vec<(String, Option<String>, Bytes)>,
+    /// KIP-814: the leader keeps the current assignment.
+    pub skip_assignment: bool,
 }
 
 impl JoinResult {
@@ -53,6 +55,7 @@ impl JoinResult {
             leader: String::new(),
             member_id,
             members: Vec::new(),
+            skip_assignment: false,
         }
     }
 }

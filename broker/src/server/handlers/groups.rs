@@ -56,6 +56,7 @@ pub async fn join_group(
                 .map(|p| (p.name.to_string(), p.metadata))
                 .collect(),
             require_known_member_id: version >= 4,
+            supports_skip_assignment: version >= 9,
         })
         .await;
     let mut out = JoinGroupResponse::default();
@@ -71,6 +72,9 @@ pub async fn join_group(
     };
     out.leader = s(r.leader);
     out.member_id = s(r.member_id);
+    if version >= 9 {
+        out.skip_assignment = r.skip_assignment;
+    }
     out.members = r
         .members
         .into_iter()
