@@ -873,7 +873,7 @@ impl GroupCoordinator {
                 group.subscribed_topics()
             };
             let mut out = Vec::with_capacity(partitions.len());
-            let mut records = Vec::new();
+            let mut deletable = Vec::new();
             for (t, p) in &partitions {
                 if subscribed
                     .as_ref()
@@ -882,18 +882,10 @@ impl GroupCoordinator {
                     out.push(code(ResponseError::GroupSubscribedToTopic));
                     continue;
                 }
-                if group.offsets.remove(&(t.clone(), *p)).is_some() {
-                    records.push((
-                        RecordKey::Offset {
-                            group: group_id.to_string(),
-                            topic: t.clone(),
-                            partition: *p,
-                        },
-                        None,
-                    ));
-                }
+                deletable.push((t.clone(), *p));
                 out.push(0);
             }
+            let records = remove_offsets(group, &deletable);
             let w = if records.is_empty() {
                 None
             } else {
@@ -983,26 +975,14 @@ impl GroupCoordinator {
     pub async fn delete_group(&self, group_id: &str) -> i16 {
         let w = {
             let mut groups = self.lock();
-            let Some(group) = groups.get(group_id) else {
+            let Some(group) = groups.get_mut(group_id) else {
                 return code(ResponseError::GroupIdNotFound);
             };
             if !group.members.is_empty() {
                 return code(ResponseError::NonEmptyGroup);
             }
-            let mut records: Vec<(RecordKey, Option<Bytes>)> = group
-                .offsets
-                .keys()
-                .map(|(t, p)| {
-                    (
-                        RecordKey::Offset {
-                            group: group_id.to_string(),
-                            topic: t.clone(),
-                            partition: *p,
-                        },
-                        None,
-                    )
-                })
-                .collect();
+            let keys: Vec<(String, i32)> = group.offsets.keys().cloned().collect();
+            let mut records = remove_offsets(group, &keys);
             records.push((
                 RecordKey::Group {
                     group: group_id.to_string(),
@@ -1038,22 +1018,7 @@ impl GroupCoordinator {
             if keys.is_empty() {
                 continue;
             }
-            let records: Vec<_> = keys
-                .iter()
-                .map(|(t, p)| {
-                    (
-                        RecordKey::Offset {
-                            group: group.id.clone(),
-                            topic: t.clone(),
-                            partition: *p,
-                        },
-                        None,
-                    )
-                })
-                .collect();
-            for k in &keys {
-                group.offsets.remove(k);
-            }
+            let records = remove_offsets(group, &keys);
             if let Err(e) = self.store.append(&group.id, &records) {
                 tracing::error!(group = %group.id, error = %e, "writing offset tombstones failed");
             }
@@ -1082,22 +1047,7 @@ impl GroupCoordinator {
                 })
                 .map(|(k, _)| k.clone())
                 .collect();
-            let mut records: Vec<_> = keys
-                .iter()
-                .map(|(t, p)| {
-                    (
-                        RecordKey::Offset {
-                            group: group.id.clone(),
-                            topic: t.clone(),
-                            partition: *p,
-                        },
-                        None,
-                    )
-                })
-                .collect();
-            for k in &keys {
-                group.offsets.remove(k);
-            }
+            let mut records = remove_offsets(group, &keys);
             if group.offsets.is_empty() {
                 records.push((
                     RecordKey::Group {
@@ -1267,6 +1217,21 @@ fn group_value(group: &Group) -> GroupValue {
             })
             .collect(),
     }
+}
+
+/// Removes committed offsets from a group and returns their tombstones.
+fn remove_offsets(group: &mut Group, keys: &[(String, i32)]) -> Vec<(RecordKey, Option<Bytes>)> {
+    keys.iter()
+        .filter(|k| group.offsets.remove(*k).is_some())
+        .map(|(t, p)| {
+            let key = RecordKey::Offset {
+                group: group.id.clone(),
+                topic: t.clone(),
+                partition: *p,
+            };
+            (key, None)
+        })
+        .collect()
 }
 
 fn sync_error(e: ResponseError) -> SyncResult {
