@@ -189,6 +189,50 @@ async fn apply(
         .map_err(|e| (error_code(&e), e.to_string()))
 }
 
+/// One resource of an alter request: topic overrides are replaced by what
+/// `compute` makes of the current ones; broker settings are static.
+async fn alter_resource(
+    b: &Broker,
+    resource_type: i8,
+    resource_name: &str,
+    validate_only: bool,
+    compute: impl FnOnce(
+        BTreeMap<String, String>,
+    ) -> Result<BTreeMap<String, String>, (ResponseError, String)>,
+) -> Result<(), (ResponseError, String)> {
+    match resource_type {
+        RESOURCE_TOPIC => {
+            let Some(topic) = b.logs.topic(resource_name) else {
+                return Err((
+                    ResponseError::UnknownTopicOrPartition,
+                    format!("Topic {resource_name} does not exist"),
+                ));
+            };
+            let overrides = compute(topic.overrides())?;
+            apply(b, resource_name.to_string(), overrides, validate_only).await
+        }
+        RESOURCE_BROKER => Err(broker_is_static()),
+        other => Err((
+            ResponseError::InvalidRequest,
+            format!("Unsupported resource type {other}"),
+        )),
+    }
+}
+
+/// Fills an alter response entry (the two alter APIs have distinct types).
+macro_rules! resource_response {
+    ($ty:ty, $res:expr, $outcome:expr) => {{
+        let (code, message, rt, name) =
+            resource_result($res.resource_type, $res.resource_name, $outcome);
+        let mut out = <$ty>::default();
+        out.error_code = code;
+        out.error_message = message;
+        out.resource_type = rt;
+        out.resource_name = name;
+        out
+    }};
+}
+
 pub async fn alter_configs(
     req: AlterConfigsRequest,
     _version: i16,
@@ -197,42 +241,29 @@ pub async fn alter_configs(
     use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
     let mut r = AlterConfigsResponse::default();
     for res in req.resources {
-        let outcome = match res.resource_type {
-            RESOURCE_TOPIC => {
-                let name = res.resource_name.to_string();
-                if b.logs.topic(&name).is_none() {
-                    Err((
-                        ResponseError::UnknownTopicOrPartition,
-                        format!("Topic {name} does not exist"),
-                    ))
-                } else {
-                    // Legacy AlterConfigs replaces the whole set of overrides.
-                    let overrides: BTreeMap<String, String> = res
-                        .configs
-                        .iter()
-                        .filter_map(|c| {
-                            c.value
-                                .as_ref()
-                                .map(|v| (c.name.to_string(), v.to_string()))
-                        })
-                        .collect();
-                    apply(b, name, overrides, req.validate_only).await
-                }
-            }
-            RESOURCE_BROKER => Err(broker_is_static()),
-            other => Err((
-                ResponseError::InvalidRequest,
-                format!("Unsupported resource type {other}"),
-            )),
-        };
-        let (code, message, rt, name) =
-            resource_result(res.resource_type, res.resource_name, outcome);
-        let mut out = AlterConfigsResourceResponse::default();
-        out.error_code = code;
-        out.error_message = message;
-        out.resource_type = rt;
-        out.resource_name = name;
-        r.responses.push(out);
+        // Legacy AlterConfigs replaces the whole set of overrides.
+        let given: BTreeMap<String, String> = res
+            .configs
+            .iter()
+            .filter_map(|c| {
+                c.value
+                    .as_ref()
+                    .map(|v| (c.name.to_string(), v.to_string()))
+            })
+            .collect();
+        let outcome = alter_resource(
+            b,
+            res.resource_type,
+            &res.resource_name,
+            req.validate_only,
+            |_| Ok(given),
+        )
+        .await;
+        r.responses.push(resource_response!(
+            AlterConfigsResourceResponse,
+            res,
+            outcome
+        ));
     }
     r
 }
@@ -245,34 +276,19 @@ pub async fn incremental_alter_configs(
     use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
     let mut r = IncrementalAlterConfigsResponse::default();
     for res in req.resources {
-        let outcome = match res.resource_type {
-            RESOURCE_TOPIC => {
-                let name = res.resource_name.to_string();
-                match b.logs.topic(&name) {
-                    None => Err((
-                        ResponseError::UnknownTopicOrPartition,
-                        format!("Topic {name} does not exist"),
-                    )),
-                    Some(topic) => match incremental(topic.overrides(), &res.configs) {
-                        Ok(overrides) => apply(b, name, overrides, req.validate_only).await,
-                        Err(e) => Err(e),
-                    },
-                }
-            }
-            RESOURCE_BROKER => Err(broker_is_static()),
-            other => Err((
-                ResponseError::InvalidRequest,
-                format!("Unsupported resource type {other}"),
-            )),
-        };
-        let (code, message, rt, name) =
-            resource_result(res.resource_type, res.resource_name, outcome);
-        let mut out = AlterConfigsResourceResponse::default();
-        out.error_code = code;
-        out.error_message = message;
-        out.resource_type = rt;
-        out.resource_name = name;
-        r.responses.push(out);
+        let outcome = alter_resource(
+            b,
+            res.resource_type,
+            &res.resource_name,
+            req.validate_only,
+            |current| incremental(current, &res.configs),
+        )
+        .await;
+        r.responses.push(resource_response!(
+            AlterConfigsResourceResponse,
+            res,
+            outcome
+        ));
     }
     r
 }
