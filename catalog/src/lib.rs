@@ -1,9 +1,20 @@
 //! `strata-catalog`: the map from offsets and timestamps to objects in the
-//! bucket. Per partition it will hold the list of remote segments (base and
-//! last offset, max timestamp, size, object keys, checksum, leader epoch),
-//! stored in the bucket as versioned manifests written with conditional
-//! PUTs so that a stale broker is fenced.
+//! bucket. For each partition, a [`PartitionManifest`] lists the remote
+//! segments (base and last offset, max timestamp, size, object keys,
+//! checksum, leader epoch). Manifests are stored in the bucket itself as
+//! numbered versions written with conditional PUTs (create-if-absent of the
+//! next version), and every writer carries an epoch, so a stale broker is
+//! fenced instead of overwriting a newer view (`docs/catalog.md`).
 //!
-//! This crate knows no other Strata crate: tiering, prefetch and the broker
-//! depend on it, never the other way round. No code yet — tiering is the
-//! next milestone (see the issue tracker).
+//! This crate knows no other Strata crate and never reads segment data; it
+//! only records where segments are.
+
+pub mod error;
+pub mod layout;
+pub mod manifest;
+pub mod store;
+
+pub use error::CatalogError;
+pub use layout::PartitionPath;
+pub use manifest::{PartitionManifest, RemoteSegment};
+pub use store::PartitionCatalog;
