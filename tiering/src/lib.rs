@@ -11,6 +11,7 @@
 //! uses `catalog` only.
 
 pub mod error;
+pub mod store_url;
 pub mod upload;
 
 pub use error::TieringError;
