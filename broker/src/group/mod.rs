@@ -3,11 +3,12 @@
 
 pub mod coordinator;
 pub mod group;
+pub mod join;
+pub mod offsets;
 pub mod records;
 pub mod store;
 pub mod subscription;
 
-pub use coordinator::{
-    CommittedOffset, CoordinatorConfig, GroupCoordinator, JoinRequest, OffsetCommit,
-};
+pub use coordinator::{CoordinatorConfig, GroupCoordinator, JoinRequest};
+pub use offsets::{CommittedOffset, OffsetCommit};
 pub use store::OFFSETS_TOPIC;

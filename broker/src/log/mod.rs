@@ -6,6 +6,8 @@ pub mod checkpoint;
 pub mod index;
 pub mod partition_log;
 pub mod producer_state;
+pub mod retention;
 pub mod segment;
+pub mod timestamps;
 
 pub use partition_log::{AppendInfo, LogError, PartitionLog, ReadResult, SharedConfig};

@@ -6,15 +6,18 @@
 //!
 //! The state is derived from batch headers, so recovery can always rebuild
 //! it by scanning the log; snapshots (`<offset>.snapshot`, written when a
-//! segment is sealed and at shutdown) bound that scan. No I/O but snapshots.
+//! segment is sealed and at shutdown) bound that scan; [`rebuild_producer_state`]
+//! does that scan when a partition is opened.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use super::batch::BatchHeader;
 use super::checkpoint::write_atomically;
+use super::partition_log::LogError;
+use super::segment::LogSegment;
 
 /// Batches remembered per producer (Kafka's `max.in.flight` limit for
 /// idempotence is 5).
@@ -273,6 +276,45 @@ impl ProducerStateManager {
         }
         Ok(None)
     }
+}
+
+/// Producer state after every batch below `leo`: the newest snapshot at or
+/// below it, plus the batch headers written after it.
+pub fn rebuild_producer_state(
+    dir: &Path,
+    segments: &BTreeMap<i64, LogSegment>,
+    leo: i64,
+) -> Result<ProducerStateManager, LogError> {
+    let first = segments.keys().next().copied().unwrap_or(0);
+    let (from, mut state) = match ProducerStateManager::load_snapshot(dir, leo)? {
+        Some((off, s)) if off >= first => (off, s),
+        _ => (first, ProducerStateManager::default()),
+    };
+    let mut scanned = 0usize;
+    let floor = segments
+        .range(..=from)
+        .next_back()
+        .map(|(b, _)| *b)
+        .unwrap_or(first);
+    for seg in segments.range(floor..).map(|(_, s)| s) {
+        let slice = seg.slice();
+        let mut pos = if seg.base_offset() <= from {
+            seg.position_hint(from)
+        } else {
+            0
+        };
+        while let Some(h) = slice.header_at(pos)? {
+            if h.base_offset >= from {
+                state.update(&h);
+                scanned += 1;
+            }
+            pos += h.size as u64;
+        }
+    }
+    if scanned > 0 || !state.is_empty() {
+        tracing::debug!(dir = %dir.display(), snapshot_offset = from, scanned, producers = state.len(), "rebuilt producer state");
+    }
+    Ok(state)
 }
 
 struct Reader<'a> {

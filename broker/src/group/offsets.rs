@@ -1,0 +1,427 @@
+//! Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups,
+//! offset expiry and the compaction of `__consumer_offsets` — the parts of
+//! the [`GroupCoordinator`] that write and read the offsets log.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+
+use super::coordinator::{check_member, code, group_value, now_ms, GroupCoordinator};
+use super::group::{Group, GroupState};
+use super::records::{OffsetValue, RecordKey};
+use super::store::PendingWrite;
+
+/// One partition's committed offset, as OffsetFetch returns it.
+#[derive(Debug, Clone)]
+pub struct CommittedOffset {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: String,
+}
+
+/// One partition of an OffsetCommit.
+#[derive(Debug, Clone)]
+pub struct OffsetCommit {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: String,
+}
+
+impl GroupCoordinator {
+    /// Commits offsets; returns one error code per entry of `offsets`, or a
+    /// group-level error applied to all.
+    pub async fn commit(
+        &self,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        offsets: Vec<OffsetCommit>,
+    ) -> Vec<i16> {
+        let all = |e: ResponseError| vec![code(e); offsets.len()];
+        if group_id.is_empty() {
+            return all(ResponseError::InvalidGroupId);
+        }
+        let pending: Option<(PendingWrite, Vec<usize>)>;
+        let mut result = vec![0i16; offsets.len()];
+        {
+            let mut groups = self.lock();
+            let exists = groups.contains_key(group_id);
+            if generation < 0 && member_id.is_empty() {
+                // A commit from outside the group protocol (admin tools,
+                // manual assignment): only while the group has no members.
+                if groups.get(group_id).is_some_and(|g| !g.is_empty()) {
+                    return all(ResponseError::UnknownMemberId);
+                }
+            } else {
+                let Some(group) = groups.get_mut(group_id) else {
+                    return all(ResponseError::IllegalGeneration);
+                };
+                if let Some(e) = check_member(group, member_id, instance_id) {
+                    return all(e);
+                }
+                if generation != group.generation {
+                    return all(ResponseError::IllegalGeneration);
+                }
+                if group.state == GroupState::CompletingRebalance {
+                    return all(ResponseError::RebalanceInProgress);
+                }
+                if let Some(m) = group.members.get_mut(member_id) {
+                    m.last_heartbeat = Instant::now();
+                }
+            }
+            let now = now_ms();
+            let mut records = Vec::new();
+            let mut written = Vec::new();
+            for (i, o) in offsets.iter().enumerate() {
+                if self.logs.partition(&o.topic, o.partition).is_none() {
+                    result[i] = code(ResponseError::UnknownTopicOrPartition);
+                    continue;
+                }
+                if o.metadata.len() > self.cfg.offset_metadata_max_bytes {
+                    result[i] = code(ResponseError::OffsetMetadataTooLarge);
+                    continue;
+                }
+                let value = OffsetValue {
+                    offset: o.offset,
+                    leader_epoch: o.leader_epoch,
+                    metadata: o.metadata.clone(),
+                    commit_timestamp: now,
+                };
+                records.push((
+                    RecordKey::Offset {
+                        group: group_id.to_string(),
+                        topic: o.topic.clone(),
+                        partition: o.partition,
+                    },
+                    Some(value.encode()),
+                ));
+                written.push(i);
+            }
+            if records.is_empty() {
+                return result;
+            }
+            match self.store.append(group_id, &records) {
+                Ok(w) => {
+                    if !exists {
+                        groups.insert(group_id.to_string(), Group::new(group_id));
+                    }
+                    if let Some(group) = groups.get_mut(group_id) {
+                        for &i in &written {
+                            let o = &offsets[i];
+                            group.offsets.insert(
+                                (o.topic.clone(), o.partition),
+                                OffsetValue {
+                                    offset: o.offset,
+                                    leader_epoch: o.leader_epoch,
+                                    metadata: o.metadata.clone(),
+                                    commit_timestamp: now,
+                                },
+                            );
+                        }
+                    }
+                    pending = Some((w, written));
+                }
+                Err(e) => {
+                    tracing::error!(group = group_id, error = %e, "writing offsets failed");
+                    for &i in &written {
+                        result[i] = code(ResponseError::CoordinatorNotAvailable);
+                    }
+                    pending = None;
+                }
+            }
+        }
+        if let Some((w, written)) = pending {
+            if !w.durable(self.cfg.commit_timeout).await {
+                for i in written {
+                    result[i] = code(ResponseError::RequestTimedOut);
+                }
+            }
+        }
+        result
+    }
+
+    /// Committed offsets of a group: all of them, or those asked for (-1
+    /// for partitions without a commit).
+    pub fn fetch(
+        &self,
+        group_id: &str,
+        wanted: Option<Vec<(String, Vec<i32>)>>,
+    ) -> Vec<CommittedOffset> {
+        let groups = self.lock();
+        let group = groups.get(group_id);
+        let get = |t: &str, p: i32| group.and_then(|g| g.offsets.get(&(t.to_string(), p)));
+        match wanted {
+            None => group
+                .map(|g| {
+                    g.offsets
+                        .iter()
+                        .map(|((t, p), v)| CommittedOffset {
+                            topic: t.clone(),
+                            partition: *p,
+                            offset: v.offset,
+                            leader_epoch: v.leader_epoch,
+                            metadata: v.metadata.clone(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            Some(w) => w
+                .into_iter()
+                .flat_map(|(t, ps)| ps.into_iter().map(move |p| (t.clone(), p)))
+                .map(|(t, p)| match get(&t, p) {
+                    Some(v) => CommittedOffset {
+                        topic: t,
+                        partition: p,
+                        offset: v.offset,
+                        leader_epoch: v.leader_epoch,
+                        metadata: v.metadata.clone(),
+                    },
+                    None => CommittedOffset {
+                        topic: t,
+                        partition: p,
+                        offset: -1,
+                        leader_epoch: -1,
+                        metadata: String::new(),
+                    },
+                })
+                .collect(),
+        }
+    }
+
+    /// OffsetDelete: refused for topics the live group is subscribed to.
+    pub async fn delete_offsets(
+        &self,
+        group_id: &str,
+        partitions: Vec<(String, i32)>,
+    ) -> Result<Vec<i16>, i16> {
+        let pending = {
+            let mut groups = self.lock();
+            let Some(group) = groups.get_mut(group_id) else {
+                return Err(code(ResponseError::GroupIdNotFound));
+            };
+            if group.state != GroupState::Empty
+                && group.protocol_type.as_deref() != Some("consumer")
+                && !group.members.is_empty()
+            {
+                return Err(code(ResponseError::NonEmptyGroup));
+            }
+            let subscribed = if group.members.is_empty() {
+                Some(Default::default())
+            } else {
+                group.subscribed_topics()
+            };
+            let mut out = Vec::with_capacity(partitions.len());
+            let mut deletable = Vec::new();
+            for (t, p) in &partitions {
+                if subscribed
+                    .as_ref()
+                    .is_none_or(|s: &std::collections::HashSet<String>| s.contains(t))
+                {
+                    out.push(code(ResponseError::GroupSubscribedToTopic));
+                    continue;
+                }
+                deletable.push((t.clone(), *p));
+                out.push(0);
+            }
+            let records = remove_offsets(group, &deletable);
+            let w = if records.is_empty() {
+                None
+            } else {
+                self.store.append(group_id, &records).ok()
+            };
+            (out, w)
+        };
+        let (out, w) = pending;
+        if let Some(w) = w {
+            w.durable(self.cfg.commit_timeout).await;
+        }
+        Ok(out)
+    }
+
+    /// DeleteGroups: only groups without members; removes their offsets.
+    pub async fn delete_group(&self, group_id: &str) -> i16 {
+        let w = {
+            let mut groups = self.lock();
+            let Some(group) = groups.get_mut(group_id) else {
+                return code(ResponseError::GroupIdNotFound);
+            };
+            if !group.members.is_empty() {
+                return code(ResponseError::NonEmptyGroup);
+            }
+            let keys: Vec<(String, i32)> = group.offsets.keys().cloned().collect();
+            let mut records = remove_offsets(group, &keys);
+            records.push((
+                RecordKey::Group {
+                    group: group_id.to_string(),
+                },
+                None,
+            ));
+            groups.remove(group_id);
+            self.store.append(group_id, &records)
+        };
+        match w {
+            Ok(w) => {
+                w.durable(self.cfg.commit_timeout).await;
+                tracing::info!(group = group_id, "deleted group");
+                0
+            }
+            Err(e) => {
+                tracing::error!(group = group_id, error = %e, "writing group tombstones failed");
+                code(ResponseError::CoordinatorNotAvailable)
+            }
+        }
+    }
+
+    /// A topic was deleted: its committed offsets go too.
+    pub fn remove_topic(&self, topic: &str) {
+        let mut groups = self.lock();
+        for group in groups.values_mut() {
+            let keys: Vec<(String, i32)> = group
+                .offsets
+                .keys()
+                .filter(|(t, _)| t == topic)
+                .cloned()
+                .collect();
+            if keys.is_empty() {
+                continue;
+            }
+            let records = remove_offsets(group, &keys);
+            if let Err(e) = self.store.append(&group.id, &records) {
+                tracing::error!(group = %group.id, error = %e, "writing offset tombstones failed");
+            }
+        }
+    }
+
+    /// Expires offsets of empty groups older than `offsets.retention.minutes`
+    /// (counted from the later of the commit and the group becoming empty).
+    pub fn expire_offsets(&self) {
+        if self.cfg.offsets_retention_ms <= 0 {
+            return;
+        }
+        let now = now_ms();
+        let mut groups = self.lock();
+        let mut dead = Vec::new();
+        for group in groups.values_mut() {
+            if !group.members.is_empty() || group.state != GroupState::Empty {
+                continue;
+            }
+            let since = group.state_timestamp_ms;
+            let keys: Vec<(String, i32)> = group
+                .offsets
+                .iter()
+                .filter(|(_, v)| {
+                    v.commit_timestamp.max(since) + self.cfg.offsets_retention_ms < now
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            let mut records = remove_offsets(group, &keys);
+            if group.offsets.is_empty() {
+                records.push((
+                    RecordKey::Group {
+                        group: group.id.clone(),
+                    },
+                    None,
+                ));
+                dead.push(group.id.clone());
+            }
+            if !keys.is_empty() {
+                tracing::info!(group = %group.id, expired = keys.len(), "expired committed offsets of an empty group");
+            }
+            if !records.is_empty() {
+                if let Err(e) = self.store.append(&group.id, &records) {
+                    tracing::error!(group = %group.id, error = %e, "writing expiry tombstones failed");
+                }
+            }
+        }
+        for id in dead {
+            groups.remove(&id);
+        }
+    }
+
+    /// Compacts `__consumer_offsets`: for each partition holding more than
+    /// one segment, seals the active segment, rewrites the live state of the
+    /// partition's groups (committed offsets and membership) after it, makes
+    /// that durable, and deletes everything before it. Replaying the
+    /// partition then yields exactly the live state, as after Kafka's log
+    /// cleaner. Holds the coordinator lock throughout, so no commit
+    /// interleaves. Blocking (fsync): run off the async workers.
+    pub fn compact(&self) -> Result<usize, crate::log::LogError> {
+        let groups = self.lock();
+        let mut compacted = 0;
+        for p in 0..self.store.partitions() {
+            let Some(log) = self.store.log(p) else {
+                continue;
+            };
+            if log.segment_count() < 2 {
+                continue;
+            }
+            let before = log.size_bytes();
+            let start = log.roll()?;
+            let mut live = 0usize;
+            for g in groups
+                .values()
+                .filter(|g| self.store.partition_of(&g.id) == p)
+            {
+                let mut records: Vec<(RecordKey, Option<Bytes>)> = g
+                    .offsets
+                    .iter()
+                    .map(|((t, part), v)| {
+                        (
+                            RecordKey::Offset {
+                                group: g.id.clone(),
+                                topic: t.clone(),
+                                partition: *part,
+                            },
+                            Some(v.encode()),
+                        )
+                    })
+                    .collect();
+                if g.generation > 0 || !g.members.is_empty() {
+                    records.push((
+                        RecordKey::Group {
+                            group: g.id.clone(),
+                        },
+                        Some(group_value(g).encode()),
+                    ));
+                }
+                live += records.len();
+                if !records.is_empty() {
+                    self.store.append(&g.id, &records)?;
+                }
+            }
+            log.flush()?;
+            let deleted = log.delete_before(start)?;
+            compacted += 1;
+            tracing::info!(
+                partition = p,
+                live_records = live,
+                segments_deleted = deleted,
+                bytes_before = before,
+                bytes_after = log.size_bytes(),
+                "compacted __consumer_offsets partition"
+            );
+        }
+        Ok(compacted)
+    }
+}
+
+/// Removes committed offsets from a group and returns their tombstones.
+fn remove_offsets(group: &mut Group, keys: &[(String, i32)]) -> Vec<(RecordKey, Option<Bytes>)> {
+    keys.iter()
+        .filter(|k| group.offsets.remove(*k).is_some())
+        .map(|(t, p)| {
+            let key = RecordKey::Offset {
+                group: group.id.clone(),
+                topic: t.clone(),
+                partition: *p,
+            };
+            (key, None)
+        })
+        .collect()
+}

@@ -1,0 +1,264 @@
+//! Unit tests of `partition_log`.
+
+use super::*;
+use crate::config::BrokerConfig;
+use crate::log::batch::testing;
+
+fn config(sets: &[&str]) -> Arc<SharedConfig> {
+    let broker = BrokerConfig::load(
+        None,
+        &sets.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    SharedConfig::new(TopicConfig::resolve(&broker, &BTreeMap::new()))
+}
+
+fn append_n(log: &PartitionLog, batches: usize, ts: i64) -> Vec<AppendInfo> {
+    (0..batches)
+        .map(|i| {
+            let b = testing::batch(4, 100, ts + i as i64 * 10);
+            let h = batch::validate_all(&b).unwrap();
+            log.append(&b, &h).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn offsets_are_assigned_and_reads_stop_at_high_watermark() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::create(dir.path(), "t", 0, config(&[])).unwrap();
+    let infos = append_n(&log, 3, 1_000);
+    assert_eq!(infos[0].base_offset, 0);
+    assert_eq!(infos[2].last_offset, 11);
+    // Nothing is visible before it is durable.
+    assert_eq!(log.high_watermark(), 0);
+    assert!(log.read(0, 1 << 20, true).unwrap().records.is_empty());
+    log.flush().unwrap();
+    assert_eq!(log.high_watermark(), 12);
+    let r = log.read(5, 1 << 20, true).unwrap();
+    // The batch holding offset 5 starts at 4.
+    let first = BatchHeader::parse(&r.records).unwrap();
+    assert_eq!(first.base_offset, 4);
+    assert_eq!(BatchScanner::new(&r.records, true).count(), 2);
+    assert!(matches!(
+        log.read(13, 100, true),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
+    assert!(log.read(12, 100, true).unwrap().records.is_empty());
+}
+
+#[test]
+fn max_bytes_returns_whole_batches_and_min_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::create(dir.path(), "t", 0, config(&[])).unwrap();
+    append_n(&log, 3, 0);
+    log.flush().unwrap();
+    let size = BatchHeader::parse(&log.read(0, 1 << 20, true).unwrap().records)
+        .unwrap()
+        .size;
+    let r = log.read(0, size + size / 2, true).unwrap();
+    assert_eq!(r.records.len(), size);
+    assert!(log.read(0, 10, false).unwrap().records.is_empty());
+    assert_eq!(log.read(0, 10, true).unwrap().records.len(), size);
+}
+
+#[test]
+fn rolls_segments_and_reads_across_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let log =
+        PartitionLog::create(dir.path(), "t", 0, config(&["log.segment.bytes=1000"])).unwrap();
+    append_n(&log, 20, 0);
+    log.flush().unwrap();
+    assert!(log.segment_count() >= 5);
+    let mut offset = 0;
+    let mut seen = 0;
+    while offset < log.high_watermark() {
+        let r = log.read(offset, 1 << 20, true).unwrap();
+        for (_, h) in BatchScanner::new(&r.records, true) {
+            assert_eq!(h.base_offset, offset);
+            offset = h.next_offset();
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 20);
+}
+
+#[test]
+fn timestamp_lookups_across_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let log =
+        PartitionLog::create(dir.path(), "t", 0, config(&["log.segment.bytes=1000"])).unwrap();
+    // Batch i holds timestamps 10_000 + i*10 + 0..3.
+    append_n(&log, 20, 10_000);
+    log.flush().unwrap();
+    assert_eq!(log.offset_for_timestamp(0).unwrap(), Some((0, 10_000)));
+    assert_eq!(
+        log.offset_for_timestamp(10_052).unwrap(),
+        Some((22, 10_052))
+    );
+    // Between records: the next one.
+    assert_eq!(
+        log.offset_for_timestamp(10_055).unwrap(),
+        Some((24, 10_060))
+    );
+    assert_eq!(log.offset_for_timestamp(99_999).unwrap(), None);
+    assert_eq!(log.max_timestamp_offset().unwrap(), Some((79, 10_193)));
+}
+
+#[test]
+fn retention_by_bytes_and_time_advances_log_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&["log.segment.bytes=1000"]);
+    let log = PartitionLog::create(dir.path(), "t", 0, cfg.clone()).unwrap();
+    let now = now_ms();
+    append_n(&log, 20, now - 10_000);
+    log.flush().unwrap();
+    let before = log.segment_count();
+    let mut c = (*cfg.get()).clone();
+    c.retention_bytes = 2_000;
+    cfg.set(c.clone());
+    let deleted = log.enforce_retention(now).unwrap();
+    assert!(deleted > 0 && log.segment_count() == before - deleted);
+    assert!(log.size_bytes() <= 3_000);
+    let start = log.log_start_offset();
+    assert!(start > 0);
+    assert!(matches!(
+        log.read(0, 100, true),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
+    assert!(!log.read(start, 1 << 20, true).unwrap().records.is_empty());
+    // Everything is older than 5 s: time retention empties the log,
+    // rolling the active segment, and the log keeps its offsets.
+    c.retention_bytes = -1;
+    c.retention_ms = 5_000;
+    cfg.set(c);
+    log.enforce_retention(now).unwrap();
+    assert_eq!(log.segment_count(), 1);
+    assert_eq!(log.log_start_offset(), 80);
+    assert_eq!(log.log_end_offset(), 80);
+    let info = append_n(&log, 1, now)[0];
+    assert_eq!(info.base_offset, 80);
+}
+
+#[test]
+fn unclean_reopen_truncates_torn_tail_and_keeps_durable_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&["log.segment.bytes=1000"]);
+    let log = PartitionLog::create(dir.path(), "t", 0, cfg.clone()).unwrap();
+    append_n(&log, 10, 0);
+    log.flush().unwrap();
+    let hw = log.high_watermark();
+    let active = log.lock().active().log_path();
+    drop(log);
+    // A torn write: half a batch at the end of the active segment.
+    let half = testing::batch(4, 100, 0);
+    let mut f = fs::OpenOptions::new().append(true).open(&active).unwrap();
+    std::io::Write::write_all(&mut f, &half[..half.len() / 2]).unwrap();
+    let log = PartitionLog::open(dir.path(), "t", 0, cfg, Some(0), None, false).unwrap();
+    assert_eq!(log.log_end_offset(), hw);
+    assert_eq!(log.high_watermark(), hw);
+    let mut offset = 0;
+    while offset < hw {
+        let r = log.read(offset, 1 << 20, true).unwrap();
+        let (_, last) = BatchScanner::new(&r.records, true).last().unwrap();
+        offset = last.next_offset();
+    }
+    assert_eq!(offset, hw);
+}
+
+#[tokio::test]
+async fn acks_all_waits_for_flusher_group_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::create(dir.path(), "t", 0, config(&[])).unwrap();
+    tokio::spawn(log.clone().run_flusher());
+    let infos = append_n(&log, 50, 0);
+    let end = infos.last().unwrap().last_offset + 1;
+    assert!(log.wait_durable(end, Duration::from_secs(10)).await);
+    assert_eq!(log.high_watermark(), end);
+}
+
+fn idempotent_batch(pid: i64, epoch: i16, seq: i32, n: usize) -> Vec<u8> {
+    let mut b = testing::batch(n, 10, 1_000).to_vec();
+    b[43..51].copy_from_slice(&pid.to_be_bytes());
+    b[51..53].copy_from_slice(&epoch.to_be_bytes());
+    b[53..57].copy_from_slice(&seq.to_be_bytes());
+    let crc = batch::compute_crc(&b);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    b
+}
+
+fn append_raw(log: &PartitionLog, b: &[u8]) -> Result<AppendInfo, LogError> {
+    let h = batch::validate_all(b).unwrap();
+    log.append(b, &h)
+}
+
+#[test]
+fn idempotent_retries_are_deduplicated_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&["log.segment.bytes=600"]);
+    let log = PartitionLog::create(dir.path(), "t", 0, cfg.clone()).unwrap();
+    append_n(&log, 1, 0); // offsets 0..3 from a plain producer
+    let first = append_raw(&log, &idempotent_batch(7, 0, 0, 3)).unwrap();
+    assert_eq!(
+        (first.base_offset, first.last_offset, first.duplicate),
+        (4, 6, false)
+    );
+    let retry = append_raw(&log, &idempotent_batch(7, 0, 0, 3)).unwrap();
+    assert_eq!(
+        (retry.base_offset, retry.last_offset, retry.duplicate),
+        (4, 6, true)
+    );
+    assert_eq!(log.log_end_offset(), 7, "a duplicate appends nothing");
+    assert!(matches!(
+        append_raw(&log, &idempotent_batch(7, 0, 5, 1)),
+        Err(LogError::Sequence(SequenceError::OutOfOrder {
+            expected: 3,
+            got: 5
+        }))
+    ));
+    for seq in [3, 4, 5, 6, 7] {
+        append_raw(&log, &idempotent_batch(7, 0, seq, 1)).unwrap();
+    }
+    log.flush().unwrap();
+    let leo = log.log_end_offset();
+    drop(log);
+    // Unclean reopen without snapshots: state comes from batch headers.
+    for f in fs::read_dir(dir.path().join("t-0")).unwrap() {
+        let p = f.unwrap().path();
+        if p.extension().is_some_and(|e| e == "snapshot") {
+            fs::remove_file(p).unwrap();
+        }
+    }
+    let log = PartitionLog::open(dir.path(), "t", 0, cfg.clone(), None, None, false).unwrap();
+    let retry = append_raw(&log, &idempotent_batch(7, 0, 7, 1)).unwrap();
+    assert!(retry.duplicate);
+    assert_eq!(retry.base_offset, leo - 1);
+    assert!(
+        matches!(
+            append_raw(&log, &idempotent_batch(7, 0, 0, 3)),
+            Err(LogError::Sequence(SequenceError::OutOfOrder { .. }))
+        ),
+        "only the last five batches are remembered"
+    );
+    // A clean close writes a snapshot that the next open uses.
+    log.close().unwrap();
+    drop(log);
+    let log = PartitionLog::open(dir.path(), "t", 0, cfg, None, None, true).unwrap();
+    assert!(
+        append_raw(&log, &idempotent_batch(7, 0, 7, 1))
+            .unwrap()
+            .duplicate
+    );
+    assert!(matches!(
+        append_raw(&log, &idempotent_batch(7, -1, 8, 1)),
+        Err(LogError::Sequence(
+            SequenceError::InvalidProducerEpoch { .. }
+        ))
+    ));
+    assert_eq!(
+        append_raw(&log, &idempotent_batch(7, 1, 0, 1))
+            .unwrap()
+            .base_offset,
+        leo
+    );
+}

@@ -1,0 +1,81 @@
+//! Timestamp lookups of a [`PartitionLog`]: the first record at or after a
+//! time (ListOffsets by timestamp, `offsets_for_times`) and the record with
+//! the largest timestamp (ListOffsets -3). Both stay below the high watermark.
+
+use super::batch::BatchHeader;
+use super::partition_log::{LogError, PartitionLog};
+use super::segment::{find_record, LogSegment, SegmentSlice};
+
+impl PartitionLog {
+    /// Offset and timestamp of the first record with timestamp >= `ts`
+    /// below the high watermark, or None.
+    pub fn offset_for_timestamp(&self, ts: i64) -> Result<Option<(i64, i64)>, LogError> {
+        let hw = self.high_watermark();
+        let candidates: Vec<(SegmentSlice, u64)> = {
+            let inner = self.lock();
+            inner
+                .segments
+                .values()
+                .filter(|s| s.max_timestamp() >= ts)
+                .map(|s| (s.slice(), s.position_for_timestamp(ts)))
+                .collect()
+        };
+        for (slice, hint) in candidates {
+            if let Some((pos, h)) = slice.seek_timestamp(hint, ts)? {
+                if h.base_offset >= hw {
+                    return Ok(None);
+                }
+                return Ok(find_record(&slice, pos, &h, hw, |t| t >= ts));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Offset and timestamp of the record with the largest timestamp (the
+    /// earliest such record on ties), or None if the log is empty.
+    pub fn max_timestamp_offset(&self) -> Result<Option<(i64, i64)>, LogError> {
+        let hw = self.high_watermark();
+        let best = {
+            let inner = self.lock();
+            let mut best: Option<&LogSegment> = None;
+            for s in inner.segments.values() {
+                if s.is_empty() || s.base_offset() >= hw {
+                    continue;
+                }
+                if best.is_none_or(|b| s.max_timestamp() > b.max_timestamp()) {
+                    best = Some(s);
+                }
+            }
+            best.map(|s| {
+                (
+                    s.slice(),
+                    s.position_for_timestamp(s.max_timestamp()),
+                    s.max_timestamp(),
+                )
+            })
+        };
+        let Some((slice, hint, max_ts)) = best else {
+            return Ok(None);
+        };
+        // Batches above the watermark are invisible; fall back to the
+        // largest visible timestamp by scanning the segment if needed.
+        let mut pos = hint;
+        let mut found: Option<(u64, BatchHeader)> = None;
+        while let Some(h) = slice.header_at(pos)? {
+            if h.base_offset >= hw {
+                break;
+            }
+            if found.is_none_or(|(_, f)| h.max_timestamp > f.max_timestamp) {
+                found = Some((pos, h));
+            }
+            if h.max_timestamp == max_ts {
+                break;
+            }
+            pos += h.size as u64;
+        }
+        Ok(found.and_then(|(p, h)| {
+            let target = h.max_timestamp;
+            find_record(&slice, p, &h, hw, |t| t == target)
+        }))
+    }
+}
