@@ -121,7 +121,7 @@ impl PartitionManifest {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub fn seg(base: i64, last: i64, max_ts: i64) -> RemoteSegment {

@@ -268,19 +268,7 @@ mod tests {
     use object_store::memory::InMemory;
 
     fn seg(base: i64, last: i64) -> RemoteSegment {
-        RemoteSegment {
-            base_offset: base,
-            last_offset: last,
-            max_timestamp: base,
-            size_bytes: 1,
-            crc32c: 7,
-            leader_epoch: 0,
-            writer_epoch: 1,
-            log_key: format!("{base}.log"),
-            index_key: format!("{base}.index"),
-            time_index_key: format!("{base}.timeindex"),
-            producer_snapshot_key: None,
-        }
+        crate::manifest::tests::seg(base, last, base)
     }
 
     fn path() -> PartitionPath {

@@ -8,11 +8,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use bytes::Bytes;
+use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
 use super::records::{partition_for, RecordKey};
 use crate::log::batch::{self, BatchScanner};
@@ -92,35 +89,12 @@ impl OffsetsLog {
             .partition(OFFSETS_TOPIC, self.partition_of(group))
             .ok_or(LogError::Closed)?;
         let now = now_ms();
-        let encoded: Vec<Record> = records
+        let plain: Vec<_> = records
             .iter()
-            .enumerate()
-            .map(|(i, (k, v))| Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: 0,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                sequence: i as i32,
-                timestamp: now,
-                key: Some(k.encode()),
-                value: v.clone(),
-                headers: IndexMap::new(),
-            })
+            .map(|(k, v)| (Some(k.encode()), v.clone(), now))
             .collect();
-        let mut buf = BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            &encoded,
-            &RecordEncodeOptions {
-                version: 2,
-                compression: Compression::None,
-            },
-        )
-        .map_err(|e| LogError::Io(std::io::Error::other(e.to_string())))?;
+        let buf = batch::encode_records(&plain, Compression::None)
+            .map_err(|e| LogError::Io(std::io::Error::other(e)))?;
         let headers = batch::validate_all(&buf)?;
         let info = log.append(&buf, &headers)?;
         Ok(PendingWrite {

@@ -5,6 +5,11 @@
 //! This module never decompresses or re-encodes records: the bytes a producer
 //! sent are the bytes on disk and the bytes a consumer receives.
 
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::indexmap::IndexMap;
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
 use thiserror::Error;
 
 /// Size of the fixed v2 batch header (base offset through record count).
@@ -283,48 +288,67 @@ impl Iterator for BatchScanner<'_> {
     }
 }
 
+/// Encodes `(key, value, timestamp)` records as one v2 batch (offsets
+/// from 0, no producer id) with `compression`. For batches the broker writes
+/// itself (`__consumer_offsets`) and for tests; never used on produced data.
+pub fn encode_records(
+    records: &[(Option<Bytes>, Option<Bytes>, i64)],
+    compression: Compression,
+) -> Result<Bytes, String> {
+    let encoded: Vec<Record> = records
+        .iter()
+        .enumerate()
+        .map(|(i, (key, value, timestamp))| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            // The encoder splits batches where offset - sequence changes.
+            sequence: i as i32,
+            timestamp: *timestamp,
+            key: key.clone(),
+            value: value.clone(),
+            headers: IndexMap::new(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        &encoded,
+        &RecordEncodeOptions {
+            version: 2,
+            compression,
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(buf.freeze())
+}
+
 #[cfg(test)]
 pub mod testing {
-    //! Builds real v2 batches with the `kafka-protocol` encoder for tests.
-    use bytes::{Bytes, BytesMut};
-    use kafka_protocol::indexmap::IndexMap;
-    use kafka_protocol::records::{
-        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-    };
+    //! Real v2 batches for tests.
+    use bytes::Bytes;
+    use kafka_protocol::records::Compression;
 
     pub fn batch(n: usize, value_len: usize, timestamp: i64) -> Bytes {
         batch_with(n, value_len, timestamp, Compression::None)
     }
 
     pub fn batch_with(n: usize, value_len: usize, timestamp: i64, c: Compression) -> Bytes {
-        let records: Vec<Record> = (0..n)
-            .map(|i| Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: 0,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                sequence: i as i32,
-                timestamp: timestamp + i as i64,
-                key: Some(Bytes::from(format!("key-{i}"))),
-                value: Some(Bytes::from(vec![b'v'; value_len])),
-                headers: IndexMap::new(),
+        let records: Vec<_> = (0..n)
+            .map(|i| {
+                (
+                    Some(Bytes::from(format!("key-{i}"))),
+                    Some(Bytes::from(vec![b'v'; value_len])),
+                    timestamp + i as i64,
+                )
             })
             .collect();
-        let mut buf = BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            &records,
-            &RecordEncodeOptions {
-                version: 2,
-                compression: c,
-            },
-        )
-        .expect("encode batch");
-        buf.freeze()
+        super::encode_records(&records, c).expect("encode batch")
     }
 }
 
