@@ -4,7 +4,9 @@
 
 pub mod config;
 pub mod group;
+pub mod http;
 pub mod log;
 pub mod log_manager;
 pub mod producer_ids;
+pub mod remote;
 pub mod server;

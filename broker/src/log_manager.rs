@@ -114,8 +114,18 @@ struct TopicRecord {
     configs: BTreeMap<String, String>,
 }
 
+/// A partition recreated from the object store: where it starts, and the
+/// producer state as of that offset.
+#[derive(Debug, Clone)]
+pub struct RestoredPartition {
+    pub start_offset: i64,
+    pub producer_snapshot: Option<Vec<u8>>,
+}
+
 #[derive(Debug)]
 pub struct LogManager {
+    /// Tiered storage runs: retention of tiered topics belongs to it.
+    tiering: std::sync::atomic::AtomicBool,
     data_dir: PathBuf,
     broker: Arc<BrokerConfig>,
     cluster_id: String,
@@ -259,6 +269,7 @@ impl LogManager {
             "loaded logs"
         );
         Ok(Arc::new(LogManager {
+            tiering: std::sync::atomic::AtomicBool::new(false),
             data_dir: data_dir.to_path_buf(),
             broker,
             cluster_id,
@@ -270,6 +281,77 @@ impl LogManager {
 
     pub fn cluster_id(&self) -> &str {
         &self.cluster_id
+    }
+
+    /// Whether `dir` holds no broker data yet (no `meta.properties`).
+    pub fn is_fresh(data_dir: &Path) -> bool {
+        !data_dir.join(META_PROPERTIES).exists()
+    }
+
+    /// Makes a fresh data directory join an existing cluster (the one the
+    /// object store belongs to) instead of minting a new cluster id.
+    pub fn adopt_cluster_id(data_dir: &Path, cluster_id: &str, node_id: i32) -> io::Result<()> {
+        fs::create_dir_all(data_dir)?;
+        write_meta(data_dir, cluster_id, node_id)
+    }
+
+    /// Hands retention of tiered topics to the tiering manager: from now on
+    /// their local segments are deleted only once uploaded (hot window), and
+    /// total retention is applied to the remote part.
+    pub fn enable_tiering(&self) {
+        self.tiering
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    fn tiered(&self, log: &PartitionLog) -> bool {
+        self.tiering.load(std::sync::atomic::Ordering::Acquire)
+            && crate::remote::tiering_enabled(&self.broker, log.topic(), &log.config())
+    }
+
+    /// Recreates a topic from the object store's metadata, each partition
+    /// empty from the offset where its tiered part ends.
+    pub fn restore_topic(
+        &self,
+        name: &str,
+        id: Uuid,
+        configs: BTreeMap<String, String>,
+        partitions: Vec<RestoredPartition>,
+    ) -> Result<Arc<Topic>, TopicError> {
+        validate_topic_name(name)?;
+        config::validate_overrides(&configs).map_err(TopicError::InvalidConfig)?;
+        let _admin = self.admin.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = self.topic(name) {
+            return Err(TopicError::AlreadyExists(t.name.clone()));
+        }
+        let shared = SharedConfig::new(TopicConfig::resolve(&self.broker, &configs));
+        let mut logs = Vec::with_capacity(partitions.len());
+        for (p, r) in partitions.iter().enumerate() {
+            logs.push(PartitionLog::create_at(
+                &self.data_dir,
+                name,
+                p as i32,
+                shared.clone(),
+                r.start_offset,
+                r.producer_snapshot.as_deref(),
+            )?);
+        }
+        let topic = Topic {
+            name: name.to_string(),
+            id,
+            config: shared,
+            overrides: RwLock::new(configs),
+            partitions: RwLock::new(logs.clone()),
+        };
+        self.persist_topic(&topic)?;
+        let topic = Arc::new(topic);
+        self.topics
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_string(), topic.clone());
+        for log in logs {
+            spawn_flusher(log);
+        }
+        Ok(topic)
     }
     pub fn broker_config(&self) -> &Arc<BrokerConfig> {
         &self.broker
@@ -349,6 +431,9 @@ impl LogManager {
             return Err(TopicError::AlreadyExists(t.name.clone()));
         }
         let resolved = TopicConfig::resolve(&self.broker, &configs);
+        resolved
+            .check_consistency()
+            .map_err(TopicError::InvalidConfig)?;
         let shared = SharedConfig::new(resolved);
         let topic = Topic {
             name: name.to_string(),
@@ -477,10 +562,13 @@ impl LogManager {
         let topic = self
             .topic(name)
             .ok_or_else(|| TopicError::UnknownTopic(name.to_string()))?;
+        let resolved = TopicConfig::resolve(&self.broker, &overrides);
+        resolved
+            .check_consistency()
+            .map_err(TopicError::InvalidConfig)?;
         if validate_only {
             return Ok(());
         }
-        let resolved = TopicConfig::resolve(&self.broker, &overrides);
         *topic.overrides.write().unwrap_or_else(|e| e.into_inner()) = overrides;
         self.persist_topic(&topic)?;
         topic.config.set(resolved);
@@ -499,7 +587,7 @@ impl LogManager {
         for log in self.all_logs() {
             let key = (log.topic().to_string(), log.partition());
             recovery.insert(key.clone(), log.high_watermark());
-            starts.insert(key, log.log_start_offset());
+            starts.insert(key, log.local_log_start_offset());
         }
         checkpoint::write(&self.data_dir.join(RECOVERY_POINTS), &recovery)?;
         checkpoint::write(&self.data_dir.join(LOG_START_OFFSETS), &starts)
@@ -550,10 +638,15 @@ impl LogManager {
     pub fn enforce_retention(&self) {
         let now = now_ms();
         for log in self.all_logs() {
-            if let Err(e) = log
-                .roll_if_expired(now)
-                .and_then(|_| log.enforce_retention(now))
-            {
+            let result = if self.tiered(&log) {
+                // Local deletion of a tiered partition waits for its upload
+                // (the tiering manager); only seal idle segments here.
+                log.roll_if_expired(now).map(|_| 0)
+            } else {
+                log.roll_if_expired(now)
+                    .and_then(|_| log.enforce_retention(now))
+            };
+            if let Err(e) = result {
                 if matches!(e, LogError::Closed) {
                     continue; // deleted concurrently
                 }
@@ -595,9 +688,14 @@ fn load_or_create_meta(data_dir: &Path, node_id: i32) -> io::Result<String> {
         }
     }
     let id = base64_url(Uuid::new_v4().as_bytes());
-    let text = format!("#Written by Strata\nversion=1\ncluster.id={id}\nnode.id={node_id}\n");
-    write_atomically(&path, text.as_bytes())?;
+    write_meta(data_dir, &id, node_id)?;
     Ok(id)
+}
+
+fn write_meta(data_dir: &Path, cluster_id: &str, node_id: i32) -> io::Result<()> {
+    let text =
+        format!("#Written by Strata\nversion=1\ncluster.id={cluster_id}\nnode.id={node_id}\n");
+    write_atomically(&data_dir.join(META_PROPERTIES), text.as_bytes())
 }
 
 /// URL-safe base64 without padding, as Kafka encodes cluster ids.

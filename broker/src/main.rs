@@ -12,6 +12,8 @@ use tokio::sync::watch;
 use strata_broker::config::BrokerConfig;
 use strata_broker::group::GroupCoordinator;
 use strata_broker::log_manager::LogManager;
+use strata_broker::remote::recovery::restore_topics;
+use strata_broker::remote::RemoteStorage;
 use strata_broker::server::{self, Broker};
 
 #[derive(Debug, Parser)]
@@ -52,14 +54,16 @@ struct BrokerArgs {
     #[arg(long, env = "STRATA_ADVERTISED_LISTENER")]
     advertised_listener: Option<String>,
 
-    /// Address of the admin/metrics HTTP API (served by later releases; validated now).
+    /// Address of the admin/metrics HTTP API: GET /metrics (Prometheus), GET /health.
     #[arg(long, env = "STRATA_HTTP_LISTEN", default_value = "127.0.0.1:9644")]
     http_listen: String,
 
     /// Object store for tiered segments: file://DIR, memory://, s3://BUCKET[/PREFIX]
     /// (S3 settings from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
-    /// AWS_ENDPOINT_URL, AWS_ALLOW_HTTP; path-style). Checked at start-up;
-    /// segments are not tiered to it yet. Defaults to file://<data-dir>/bucket.
+    /// AWS_ENDPOINT_URL, AWS_ALLOW_HTTP; path-style). Checked at start-up.
+    /// Sealed segments of topics with remote.storage.enable go there; a
+    /// broker started with an empty data dir restores the topics it holds.
+    /// Defaults to file://<data-dir>/bucket.
     #[arg(long, env = "STRATA_OBJECT_STORE")]
     object_store: Option<String>,
 
@@ -160,12 +164,30 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         .object_store
         .clone()
         .unwrap_or_else(|| format!("file://{}/bucket", args.data_dir.display()));
-    // Not used for data yet (tiering is being built), but a wrong URL, endpoint,
-    // bucket or credentials is reported now, in one line.
+    let tiering = config.bool("remote.log.storage.system.enable");
+    // A wrong URL, endpoint, bucket or credentials is reported now, in one line.
     let bucket = strata_tiering::store_url::open(&object_store).map_err(anyhow::Error::msg)?;
-    strata_tiering::store_url::check(&bucket)
+    if tiering {
+        strata_tiering::store_url::check(&bucket)
+            .await
+            .map_err(anyhow::Error::msg)?;
+    }
+    let http_listener = TcpListener::bind(&args.http_listen)
         .await
-        .map_err(anyhow::Error::msg)?;
+        .with_context(|| format!("cannot listen on {} (--http-listen)", args.http_listen))?;
+
+    let fresh = LogManager::is_fresh(&args.data_dir);
+    let metadata = strata_catalog::MetadataStore::new(bucket.store.clone(), &bucket.prefix);
+    if tiering && fresh {
+        // An empty data dir joins the cluster the bucket belongs to.
+        if let Some(c) = metadata
+            .read_cluster()
+            .await
+            .with_context(|| format!("reading cluster metadata from {object_store}"))?
+        {
+            LogManager::adopt_cluster_id(&args.data_dir, &c.cluster_id, config.node_id())?;
+        }
+    }
 
     let data_dir = args.data_dir.clone();
     let cfg = config.clone();
@@ -173,6 +195,45 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         .await
         .context("log loading task failed")?
         .with_context(|| format!("cannot open data directory {}", args.data_dir.display()))?;
+
+    let remote = if tiering {
+        let bucket_cluster = metadata
+            .claim_cluster(logs.cluster_id())
+            .await
+            .with_context(|| format!("writing cluster metadata to {object_store}"))?;
+        if bucket_cluster.cluster_id != logs.cluster_id() {
+            anyhow::bail!(
+                "object store {object_store} belongs to cluster {}, but data directory {} belongs to cluster {}; use another bucket or prefix",
+                bucket_cluster.cluster_id,
+                args.data_dir.display(),
+                logs.cluster_id()
+            );
+        }
+        let owner = format!(
+            "node {} (pid {}, data dir {})",
+            config.node_id(),
+            std::process::id(),
+            args.data_dir.display()
+        );
+        let remote = RemoteStorage::new(&bucket, config.clone(), &owner);
+        if fresh {
+            let restored = restore_topics(&remote, &logs)
+                .await
+                .context("restoring topics from the object store")?;
+            if !restored.is_empty() {
+                tracing::info!(
+                    topics = restored.len(),
+                    "empty data directory: restored topics from the object store"
+                );
+            }
+        }
+        logs.enable_tiering();
+        remote.sync_once(&logs).await;
+        remote.start(logs.clone());
+        Some(remote)
+    } else {
+        None
+    };
 
     let l = logs.clone();
     let cfg = config.clone();
@@ -206,18 +267,30 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         advertised_host: host.clone(),
         advertised_port: port as i32,
         max_request_bytes: config.i32("socket.request.max.bytes").max(1024) as usize,
+        remote: remote.clone(),
     });
     logs.start_background();
     groups.start_background(std::time::Duration::from_millis(
         config.i64("offsets.retention.check.interval.ms").max(1) as u64,
     ));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let server = tokio::spawn(server::serve(listener, broker, shutdown_rx));
+    let server = tokio::spawn(server::serve(listener, broker, shutdown_rx.clone()));
+    let http_addr = http_listener.local_addr()?;
+    let http = tokio::spawn(strata_broker::http::serve(
+        http_listener,
+        strata_broker::http::HttpState {
+            logs: logs.clone(),
+            remote,
+        },
+        shutdown_rx,
+    ));
     tracing::info!(
         listen = %local,
         advertised = %format!("{host}:{port}"),
         data_dir = %args.data_dir.display(),
         object_store = %object_store,
+        tiering,
+        http = %http_addr,
         cluster_id = logs.cluster_id(),
         node_id = config.node_id(),
         "strata broker ready"
@@ -227,6 +300,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     tracing::info!("shutting down");
     let _ = shutdown_tx.send(true);
     let _ = server.await;
+    let _ = http.await;
     tokio::task::spawn_blocking(move || logs.shutdown())
         .await
         .context("shutdown task failed")?

@@ -29,12 +29,16 @@ impl PartitionPath {
     }
 
     fn root(&self) -> String {
-        let base = format!("topics/{}/{}/{}", self.topic, self.topic_id, self.partition);
-        if self.prefix.is_empty() {
-            base
-        } else {
-            format!("{}/{base}", self.prefix)
-        }
+        format!(
+            "{}/{}",
+            topic_data_root(&self.prefix, &self.topic, &self.topic_id),
+            self.partition
+        )
+    }
+
+    /// Where the partition's segment objects live.
+    pub fn segments_dir(&self) -> Path {
+        Path::from(format!("{}/segments", self.root()))
     }
 
     pub fn manifest_dir(&self) -> Path {
@@ -59,6 +63,35 @@ impl PartitionPath {
     }
 }
 
+fn prefixed(prefix: &str, rest: &str) -> String {
+    let prefix = prefix.trim_matches('/');
+    if prefix.is_empty() {
+        rest.to_string()
+    } else {
+        format!("{prefix}/{rest}")
+    }
+}
+
+/// Every object of one incarnation of a topic (all partitions).
+pub fn topic_data_root(prefix: &str, topic: &str, topic_id: &str) -> String {
+    prefixed(prefix, &format!("topics/{topic}/{topic_id}"))
+}
+
+/// `<prefix>/metadata/topics/<topic>.json`: a topic's name, id, partition
+/// count and config overrides.
+pub fn topic_metadata(prefix: &str, topic: &str) -> Path {
+    Path::from(prefixed(prefix, &format!("metadata/topics/{topic}.json")))
+}
+
+pub fn topic_metadata_dir(prefix: &str) -> Path {
+    Path::from(prefixed(prefix, "metadata/topics"))
+}
+
+/// `<prefix>/metadata/cluster.json`: the cluster id the bucket belongs to.
+pub fn cluster_metadata(prefix: &str) -> Path {
+    Path::from(prefixed(prefix, "metadata/cluster.json"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,5 +112,14 @@ mod tests {
             PartitionPath::new("", "t", "i", 0).manifest_dir().as_ref(),
             "topics/t/i/0/manifest"
         );
+        assert_eq!(
+            p.segments_dir().as_ref(),
+            "cluster-a/topics/orders/abc/3/segments"
+        );
+        assert_eq!(
+            topic_metadata("/cluster-a", "orders").as_ref(),
+            "cluster-a/metadata/topics/orders.json"
+        );
+        assert_eq!(cluster_metadata("").as_ref(), "metadata/cluster.json");
     }
 }

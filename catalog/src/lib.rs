@@ -13,8 +13,10 @@ pub mod error;
 pub mod layout;
 pub mod manifest;
 pub mod store;
+pub mod topics;
 
 pub use error::CatalogError;
 pub use layout::PartitionPath;
 pub use manifest::{PartitionManifest, RemoteSegment};
 pub use store::PartitionCatalog;
+pub use topics::{ClusterMetadata, MetadataStore, TopicMetadata};

@@ -102,8 +102,15 @@ impl PartitionCatalog {
     }
 
     /// Records an uploaded segment.
+    /// Records an uploaded segment. Idempotent: if a commit whose response
+    /// was lost already recorded it, this succeeds.
     pub async fn add_segment(&mut self, seg: RemoteSegment) -> Result<(), CatalogError> {
-        self.commit(|m| m.push(seg.clone()).map(|_| ())).await
+        match self.commit(|m| m.push(seg.clone()).map(|_| ())).await {
+            Err(CatalogError::NotContiguous { .. }) if self.current.segments.contains(&seg) => {
+                Ok(())
+            }
+            r => r,
+        }
     }
 
     /// Drops segments entirely below `offset` (total retention); returns
@@ -158,6 +165,65 @@ impl PartitionCatalog {
             }
             self.current = load_latest(&*self.store, &self.path).await?;
         }
+    }
+
+    /// Deletes segment objects the manifest does not reference: uploads of a
+    /// writer that crashed or was fenced between upload and commit. Only the
+    /// owner may call this, before it starts uploading. Returns how many.
+    pub async fn delete_orphans(&self) -> Result<usize, CatalogError> {
+        let referenced: std::collections::HashSet<&str> = self
+            .current
+            .segments
+            .iter()
+            .flat_map(|s| {
+                [
+                    Some(s.log_key.as_str()),
+                    Some(s.index_key.as_str()),
+                    Some(s.time_index_key.as_str()),
+                    s.producer_snapshot_key.as_deref(),
+                ]
+            })
+            .flatten()
+            .collect();
+        let objects: Vec<_> = self
+            .store
+            .list(Some(&self.path.segments_dir()))
+            .try_collect()
+            .await?;
+        let mut deleted = 0;
+        for o in objects {
+            if referenced.contains(o.location.as_ref()) {
+                continue;
+            }
+            match self.store.delete(&o.location).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => deleted += 1,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// Deletes the objects of segments removed from the catalog.
+    pub async fn delete_segment_objects(&self, segs: &[RemoteSegment]) -> Result<(), CatalogError> {
+        for s in segs {
+            let keys = [
+                Some(&s.log_key),
+                Some(&s.index_key),
+                Some(&s.time_index_key),
+                s.producer_snapshot_key.as_ref(),
+            ];
+            for k in keys.into_iter().flatten() {
+                match self
+                    .store
+                    .delete(&object_store::path::Path::from(k.as_str()))
+                    .await
+                {
+                    Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Deletes all but the newest `keep` manifest versions.
@@ -328,6 +394,35 @@ mod tests {
             "readers never see the stale write (its orphan version is older than the latest)"
         );
         assert_eq!(r.manifest().owner, "broker-b");
+    }
+
+    #[tokio::test]
+    async fn orphans_are_deleted_and_referenced_objects_kept() {
+        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let p = path();
+        let mut w = PartitionCatalog::claim(store.clone(), p.clone(), "b")
+            .await
+            .unwrap();
+        let mut s = seg(0, 9);
+        s.log_key = p.segment_object(0, 1, "log").to_string();
+        store
+            .put(
+                &p.segment_object(0, 1, "log"),
+                PutPayload::from_static(b"kept"),
+            )
+            .await
+            .unwrap();
+        store
+            .put(
+                &p.segment_object(10, 1, "log"),
+                PutPayload::from_static(b"orphan"),
+            )
+            .await
+            .unwrap();
+        w.add_segment(s).await.unwrap();
+        assert_eq!(w.delete_orphans().await.unwrap(), 1);
+        assert!(store.head(&p.segment_object(0, 1, "log")).await.is_ok());
+        assert!(store.head(&p.segment_object(10, 1, "log")).await.is_err());
     }
 
     #[tokio::test]

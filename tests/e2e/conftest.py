@@ -8,8 +8,13 @@ shared_broker (session)  one broker for all tests that do not restart or
 broker (function)        the shared broker, checked alive before and after
                          each test (a test that crashes it fails, with the log).
 broker_factory           start dedicated brokers (own data dir, own ports,
-                         own settings); stopped at the end of the test.
+                         own settings, optional extra args / environment /
+                         data dir); stopped at the end of the test.
 admin                    confluent-kafka AdminClient on `broker`.
+moto (session)           an S3 server (moto) with bucket `strata`
+                         (tierutil.MotoServer), started on first use.
+s3_bucket                tierutil.S3Bucket on s3://strata/<unique per test>;
+                         s3_bucket.env is the broker environment for it.
 
 On any test failure the relevant broker log (the part written during that
 test) is attached to the report. A missing binary is a test failure, never a
@@ -31,13 +36,15 @@ SHARED_SETTINGS = {
 _active: list[tuple[str, Broker, int]] = []  # (label, broker, log offset at test start)
 
 
-def _start(tmp_path_factory, label: str, settings: dict) -> Broker:
+def _start(tmp_path_factory, label: str, settings: dict, extra_args: list[str] | None = None,
+           env: dict | None = None, data_dir=None) -> Broker:
     try:
         check_binary()
     except BrokerError as e:
         pytest.fail(str(e), pytrace=False)
     base = tmp_path_factory.mktemp(label)
-    b = Broker(data_dir=base / "data", settings=settings, name=label)
+    b = Broker(data_dir=data_dir or base / "data", settings=settings, name=label,
+               extra_args=extra_args, env=env, log_dir=base)
     try:
         b.start()
     except BrokerError as e:
@@ -69,11 +76,12 @@ def broker(shared_broker: Broker):
 def broker_factory(tmp_path_factory, request):
     started: list[Broker] = []
 
-    def make(settings: dict | None = None, label: str | None = None) -> Broker:
+    def make(settings: dict | None = None, label: str | None = None, extra_args: list[str] | None = None,
+             env: dict | None = None, data_dir=None) -> Broker:
         label = label or f"{request.node.name[:40]}-{len(started)}".replace("[", "_").replace("]", "_")
         merged = {"log.retention.check.interval.ms": 500}
         merged.update(settings or {})
-        b = _start(tmp_path_factory, label, merged)
+        b = _start(tmp_path_factory, label, merged, extra_args=extra_args, env=env, data_dir=data_dir)
         started.append(b)
         _active.append((label, b, 0))
         return b
@@ -81,6 +89,27 @@ def broker_factory(tmp_path_factory, request):
     yield make
     for b in started:
         b.close()
+
+
+@pytest.fixture(scope="session")
+def moto(tmp_path_factory):
+    import tierutil
+    try:
+        server = tierutil.MotoServer(tmp_path_factory.mktemp("moto") / "moto.log")
+    except Exception as e:  # noqa: BLE001 - a missing S3 server is a failure, not a skip
+        pytest.fail(f"could not start the S3 server (moto): {e}", pytrace=False)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def s3_bucket(moto, request):
+    """s3://strata/<unique prefix for this test> (read directly from moto)."""
+    import tierutil
+    base = "".join(c if c.isalnum() else "-" for c in request.node.name)[:50].strip("-")
+    b = tierutil.S3Bucket(moto.client, kutil.unique(base or "t"))
+    b.env = moto.env()
+    return b
 
 
 @pytest.fixture

@@ -51,6 +51,9 @@ class Broker:
     """One Strata broker process.
 
     settings: Kafka-named broker settings, passed as `--set NAME=VALUE`.
+    env: extra environment variables for the broker process (e.g. the
+    AWS_* settings of an s3:// object store), merged over the inherited
+    environment.
     The data dir and both ports are fixed at construction, so restart()
     brings the broker back on the same data and the same address.
     """
@@ -59,7 +62,7 @@ class Broker:
 
     def __init__(self, data_dir: str | os.PathLike | None = None, settings: dict | None = None,
                  extra_args: list[str] | None = None, log_dir: str | os.PathLike | None = None,
-                 name: str = "strata"):
+                 name: str = "strata", env: dict | None = None):
         self.bin = check_binary()
         self._own_tmp = None
         if data_dir is None:
@@ -77,6 +80,7 @@ class Broker:
             self.http_port = free_port()
         self.settings = dict(settings or {})
         self.extra_args = list(extra_args or [])
+        self.env = {k: str(v) for k, v in (env or {}).items()}
         self.proc: subprocess.Popen | None = None
         self.starts = 0
         self.last_returncode: int | None = None
@@ -112,6 +116,7 @@ class Broker:
         env = {k: v for k, v in os.environ.items()
                if not (k.startswith("STRATA_") and k != "STRATA_BIN")}
         env.setdefault("RUST_BACKTRACE", "1")
+        env.update(self.env)
         self.starts += 1
         with open(self.log_path, "ab") as log:
             log.write(f"\n===== start #{self.starts}: {' '.join(self.command())}\n".encode())

@@ -1,18 +1,25 @@
 //! `strata-tiering`: the tiering manager (Kafka's `RemoteLogManager`).
 //!
-//! Built so far: [`upload::upload_segment`], which copies one sealed
-//! segment (log, indexes, producer snapshot) to object storage — multipart
-//! for large files, retried with backoff, verified by size and CRC32C before
-//! it counts — and then records it in the partition's catalog. Still to come
-//! (issue 4): choosing what to upload, the hot window
-//! (`local.retention.ms` / `local.retention.bytes`) and total retention.
+//! [`manager::RemoteLogManager`] runs one task per partition: it seals idle
+//! active segments after `segment.ms`, uploads sealed segments with
+//! [`upload::upload_segment`] (multipart for large files, retried with
+//! backoff, verified by size and CRC32C, then recorded in the partition's
+//! catalog), deletes local segments that are recorded and outside the hot
+//! window (`local.retention.ms` / `local.retention.bytes`), and applies total
+//! retention to the remote part ([`policy`]). [`store_url`] turns
+//! `--object-store` URLs into object stores.
 //!
 //! It must never delete a local segment the catalog has not recorded, and it
-//! uses `catalog` only.
+//! uses `catalog` only; the partition log is reached through
+//! [`manager::TieredLog`].
 
 pub mod error;
+pub mod manager;
+pub mod policy;
 pub mod store_url;
 pub mod upload;
 
 pub use error::TieringError;
+pub use manager::{ManagerOptions, PartitionStats, RemoteLogManager, RemotePartition, TieredLog};
+pub use policy::{LocalSegmentInfo, TieringPolicy};
 pub use upload::{upload_segment, SealedSegment, UploadOptions};

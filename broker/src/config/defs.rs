@@ -191,7 +191,31 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
         default: DAY_7_MS,
         validator: Validator::LongAtLeast(1),
         broker_synonym: Some("log.roll.ms"),
-        doc: "Age after which the active segment is rolled even if not full.",
+        doc: "Age after which the active segment is rolled even if not full; with tiered storage, also the bound on how long a record may wait before its segment is sealed and uploaded.",
+    },
+    ConfigDef {
+        name: "remote.storage.enable",
+        kind: ConfigType::Boolean,
+        default: "true",
+        validator: Validator::Bool,
+        broker_synonym: None,
+        doc: "Upload sealed segments to the object store (when the broker's remote.log.storage.system.enable is on). Turning it off stops new uploads; what is already remote stays readable.",
+    },
+    ConfigDef {
+        name: "local.retention.ms",
+        kind: ConfigType::Long,
+        default: "-2",
+        validator: Validator::LongAtLeast(-2),
+        broker_synonym: Some("log.local.retention.ms"),
+        doc: "Hot window: how long uploaded segments stay on local disk (-2: as long as retention.ms; -1: forever). Must not exceed retention.ms.",
+    },
+    ConfigDef {
+        name: "local.retention.bytes",
+        kind: ConfigType::Long,
+        default: "-2",
+        validator: Validator::LongAtLeast(-2),
+        broker_synonym: Some("log.local.retention.bytes"),
+        doc: "Hot window by size: local bytes kept per partition before uploaded segments are deleted locally (-2: as retention.bytes; -1: no limit). Must not exceed retention.bytes.",
     },
 ];
 
@@ -348,6 +372,36 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     synonym("log.segment.bytes", 8),
     synonym("log.index.size.max.bytes", 9),
     synonym("log.roll.ms", 10),
+    synonym("log.local.retention.ms", 12),
+    synonym("log.local.retention.bytes", 13),
+    broker(
+        "remote.log.storage.system.enable",
+        ConfigType::Boolean,
+        "true",
+        Validator::Bool,
+        "Tiered storage on this broker: sealed segments of topics with remote.storage.enable go to --object-store, and reads below the local log start are served from it.",
+    ),
+    broker(
+        "remote.log.manager.task.interval.ms",
+        ConfigType::Long,
+        "30000",
+        Validator::LongAtLeast(10),
+        "How often each partition is checked for segments to seal (segment.ms), upload, and delete locally or remotely.",
+    ),
+    broker(
+        "remote.log.manager.copier.thread.pool.size",
+        ConfigType::Int,
+        "4",
+        Validator::IntAtLeast(1),
+        "Segment uploads in flight at once, across all partitions.",
+    ),
+    broker(
+        "remote.log.index.cache.total.size.bytes",
+        ConfigType::Long,
+        "67108864",
+        Validator::LongAtLeast(0),
+        "Memory for cached offset and time indexes of remote segments.",
+    ),
 ];
 
 const fn broker(
@@ -396,7 +450,14 @@ mod tests {
     #[test]
     fn synonyms_point_at_matching_topic_settings() {
         for t in TOPIC_CONFIGS {
-            let b = broker_def(t.broker_synonym.unwrap()).unwrap();
+            let Some(syn) = t.broker_synonym else {
+                assert_eq!(
+                    t.name, "remote.storage.enable",
+                    "only this one has no broker default"
+                );
+                continue;
+            };
+            let b = broker_def(syn).unwrap();
             assert_eq!(b.default, t.default, "{}", t.name);
         }
     }

@@ -193,6 +193,11 @@ pub struct TopicConfig {
     pub segment_bytes: u64,
     pub segment_index_bytes: usize,
     pub segment_ms: i64,
+    pub remote_storage_enable: bool,
+    /// `local.retention.ms` as set (-2: same as `retention_ms`).
+    pub local_retention_ms: i64,
+    /// `local.retention.bytes` as set (-2: same as `retention_bytes`).
+    pub local_retention_bytes: i64,
 }
 
 impl TopicConfig {
@@ -215,7 +220,61 @@ impl TopicConfig {
             segment_bytes: num("segment.bytes").max(14) as u64,
             segment_index_bytes: num("segment.index.bytes").max(4) as usize,
             segment_ms: num("segment.ms").max(1),
+            remote_storage_enable: get("remote.storage.enable").eq_ignore_ascii_case("true"),
+            local_retention_ms: num("local.retention.ms"),
+            local_retention_bytes: num("local.retention.bytes"),
         }
+    }
+
+    /// The hot window in milliseconds (-1: unlimited).
+    pub fn effective_local_retention_ms(&self) -> i64 {
+        if self.local_retention_ms == -2 {
+            self.retention_ms
+        } else {
+            self.local_retention_ms
+        }
+    }
+
+    /// The hot window in bytes (-1: unlimited).
+    pub fn effective_local_retention_bytes(&self) -> i64 {
+        if self.local_retention_bytes == -2 {
+            self.retention_bytes
+        } else {
+            self.local_retention_bytes
+        }
+    }
+
+    /// Checks settings against each other (Kafka's rule: the hot window
+    /// cannot be larger than total retention).
+    pub fn check_consistency(&self) -> Result<(), String> {
+        let check = |name: &str, local: i64, total: i64, total_name: &str| {
+            if local == -2 || total == -1 {
+                return Ok(());
+            }
+            if local == -1 {
+                return Err(format!(
+                    "Invalid value -1 for configuration {name}: Value must not be -1 as {total_name} value is set as {total}."
+                ));
+            }
+            if local > total {
+                return Err(format!(
+                    "Invalid value {local} for configuration {name}: Value must not be more than {total_name} property value: {total}"
+                ));
+            }
+            Ok(())
+        };
+        check(
+            "local.retention.ms",
+            self.local_retention_ms,
+            self.retention_ms,
+            "retention.ms",
+        )?;
+        check(
+            "local.retention.bytes",
+            self.local_retention_bytes,
+            self.retention_bytes,
+            "retention.bytes",
+        )
     }
 }
 
@@ -268,6 +327,46 @@ mod tests {
         );
         o.insert("retention.ms".into(), "5".into());
         assert_eq!(TopicConfig::resolve(&broker, &o).retention_ms, 5);
+    }
+
+    #[test]
+    fn hot_window_cannot_exceed_total_retention() {
+        let broker = BrokerConfig::load(None, &[]).unwrap();
+        let cfg = |pairs: &[(&str, &str)]| {
+            let o: BTreeMap<String, String> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            TopicConfig::resolve(&broker, &o)
+        };
+        let c = cfg(&[]);
+        assert!(c.check_consistency().is_ok());
+        assert_eq!(c.effective_local_retention_ms(), c.retention_ms);
+        assert!(cfg(&[("local.retention.ms", "1000")])
+            .check_consistency()
+            .is_ok());
+        let err = cfg(&[("retention.ms", "1000"), ("local.retention.ms", "2000")])
+            .check_consistency()
+            .unwrap_err();
+        assert!(
+            err.contains("local.retention.ms") && err.contains("retention.ms property value: 1000"),
+            "{err}"
+        );
+        assert!(cfg(&[("local.retention.ms", "-1")])
+            .check_consistency()
+            .is_err());
+        assert!(cfg(&[("retention.ms", "-1"), ("local.retention.ms", "-1")])
+            .check_consistency()
+            .is_ok());
+        assert!(
+            cfg(&[("retention.bytes", "100"), ("local.retention.bytes", "200")])
+                .check_consistency()
+                .is_err()
+        );
+        assert_eq!(
+            cfg(&[("retention.bytes", "100")]).effective_local_retention_bytes(),
+            100
+        );
     }
 
     #[test]

@@ -113,7 +113,7 @@ impl OffsetsLog {
             let Some(log) = self.logs.partition(OFFSETS_TOPIC, p) else {
                 continue;
             };
-            let mut offset = log.log_start_offset();
+            let mut offset = log.local_log_start_offset();
             let end = log.high_watermark();
             while offset < end {
                 let read = log.read(offset, 4 << 20, true)?;

@@ -8,6 +8,7 @@ pub mod partition_log;
 pub mod producer_state;
 pub mod retention;
 pub mod segment;
+pub mod tiered;
 pub mod timestamps;
 
 pub use partition_log::{AppendInfo, LogError, PartitionLog, ReadResult, SharedConfig};

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
@@ -121,6 +121,9 @@ pub struct PartitionLog {
     high_watermark: watch::Sender<i64>,
     flush_requested: Notify,
     closed: AtomicBool,
+    /// First offset in the object store (-1: nothing remote). Below the
+    /// local log start, reads go there (set by the tiering manager).
+    remote_log_start: AtomicI64,
 }
 
 /// Directory name of a partition: `<topic>-<partition>`, as Kafka names it.
@@ -167,6 +170,39 @@ impl PartitionLog {
             0,
             ProducerStateManager::default(),
         ))
+    }
+
+    /// Creates an empty partition whose first offset is `start_offset`, with
+    /// the producer state as of that offset (disaster recovery from the
+    /// object store).
+    pub fn create_at(
+        data_dir: &Path,
+        topic: &str,
+        partition: i32,
+        config: Arc<SharedConfig>,
+        start_offset: i64,
+        producer_snapshot: Option<&[u8]>,
+    ) -> Result<Arc<Self>, LogError> {
+        let dir = data_dir.join(partition_dir_name(topic, partition));
+        fs::create_dir_all(&dir)?;
+        if let Some(snapshot) = producer_snapshot {
+            super::checkpoint::write_atomically(
+                &super::producer_state::snapshot_path(&dir, start_offset),
+                snapshot,
+            )?;
+        }
+        let log = Self::open(
+            data_dir,
+            topic,
+            partition,
+            config,
+            None,
+            Some(start_offset),
+            false,
+        )?;
+        fsync_dir(&dir)?;
+        fsync_dir(data_dir)?;
+        Ok(log)
     }
 
     /// Opens an existing partition. Segments from the one holding
@@ -301,6 +337,7 @@ impl PartitionLog {
             high_watermark: hw,
             flush_requested: Notify::new(),
             closed: AtomicBool::new(false),
+            remote_log_start: AtomicI64::new(-1),
         })
     }
 
@@ -337,8 +374,34 @@ impl PartitionLog {
     pub fn subscribe(&self) -> watch::Receiver<i64> {
         self.high_watermark.subscribe()
     }
+    /// The first offset clients can read: the remote log start when the
+    /// object store holds older data than the local disk (Kafka's
+    /// `logStartOffset`), else the local one.
     pub fn log_start_offset(&self) -> i64 {
+        self.global_start(self.lock().log_start_offset)
+    }
+    /// The first offset on local disk (Kafka's `localLogStartOffset`).
+    pub fn local_log_start_offset(&self) -> i64 {
         self.lock().log_start_offset
+    }
+    /// Records where the remote part of the log starts (None: nothing remote).
+    pub fn set_remote_log_start(&self, offset: Option<i64>) {
+        self.remote_log_start
+            .store(offset.unwrap_or(-1), Ordering::Release);
+    }
+    /// The remote log start, if the object store holds part of the log.
+    pub fn remote_log_start_offset(&self) -> Option<i64> {
+        let r = self.remote_log_start.load(Ordering::Acquire);
+        (r >= 0).then_some(r)
+    }
+    fn global_start(&self, local: i64) -> i64 {
+        match self.remote_log_start_offset() {
+            Some(r) if r < local => r,
+            _ => local,
+        }
+    }
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
     pub fn log_end_offset(&self) -> i64 {
         self.lock().log_end_offset()
@@ -411,7 +474,7 @@ impl PartitionLog {
             pos += h.size;
             next = last + 1;
         }
-        let log_start_offset = inner.log_start_offset;
+        let log_start_offset = self.global_start(inner.log_start_offset);
         drop(inner);
         let (base_offset, duplicate) = first.unwrap_or((next, false));
         let duplicate = duplicate && last_written < next;
@@ -549,7 +612,7 @@ impl PartitionLog {
                     }
                 }
             }
-            (c, inner.log_start_offset)
+            (c, self.global_start(inner.log_start_offset))
         };
         let empty = ReadResult {
             records: Bytes::new(),

@@ -342,7 +342,7 @@ impl Reader<'_> {
     }
 }
 
-fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
+pub fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
     dir.join(format!(
         "{}{SNAPSHOT_SUFFIX}",
         super::segment::file_stem(offset)

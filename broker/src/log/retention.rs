@@ -83,21 +83,9 @@ impl PartitionLog {
     /// log start offset up to it (never past the log end). Returns the number
     /// of segments deleted.
     pub fn delete_before(&self, offset: i64) -> Result<usize, LogError> {
+        let removed = self.delete_segments_before(offset)?;
         let mut inner = self.lock_open()?;
         let offset = offset.min(inner.log_end_offset());
-        let mut removed = 0;
-        while inner.segments.len() > 1 {
-            let Some(first) = inner.segments.values().next() else {
-                break;
-            };
-            if first.next_offset() > offset {
-                break;
-            }
-            if let Some((_, seg)) = inner.segments.pop_first() {
-                seg.delete_files()?;
-                removed += 1;
-            }
-        }
         if offset > inner.log_start_offset {
             inner.log_start_offset = offset;
         }
@@ -107,7 +95,7 @@ impl PartitionLog {
     /// Rolls the active segment if it is older than `segment.ms` and not empty.
     pub fn roll_if_expired(&self, now: i64) -> Result<bool, LogError> {
         let cfg = self.config();
-        let mut inner = self.lock();
+        let mut inner = self.lock_open()?;
         if inner
             .active()
             .should_roll(0, inner.log_end_offset(), u64::MAX, cfg.segment_ms, now)

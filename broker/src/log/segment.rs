@@ -499,8 +499,22 @@ pub fn find_record(
         return pred(h.max_timestamp).then_some((h.base_offset, h.max_timestamp));
     }
     let bytes = slice.read(pos, h.size).ok()?;
-    let mut buf = Bytes::from(bytes);
-    match kafka_protocol::records::RecordBatchDecoder::decode(&mut buf) {
+    first_record_in_batch(Bytes::from(bytes), hw, pred)
+}
+
+/// The first record of one whole batch (below `hw`) whose timestamp
+/// satisfies `pred`: (offset, timestamp). A batch that cannot be decoded
+/// answers with its base offset.
+pub fn first_record_in_batch(
+    mut bytes: Bytes,
+    hw: i64,
+    pred: impl Fn(i64) -> bool,
+) -> Option<(i64, i64)> {
+    let h = BatchHeader::parse(&bytes).ok()?;
+    if h.is_log_append_time() {
+        return pred(h.max_timestamp).then_some((h.base_offset, h.max_timestamp));
+    }
+    match kafka_protocol::records::RecordBatchDecoder::decode(&mut bytes) {
         Ok(set) => set
             .records
             .iter()

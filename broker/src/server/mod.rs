@@ -20,6 +20,7 @@ use crate::config::BrokerConfig;
 use crate::group::GroupCoordinator;
 use crate::log_manager::LogManager;
 use crate::producer_ids::ProducerIdManager;
+use crate::remote::RemoteStorage;
 
 /// What every request handler can see.
 #[derive(Debug)]
@@ -32,6 +33,8 @@ pub struct Broker {
     pub advertised_host: String,
     pub advertised_port: i32,
     pub max_request_bytes: usize,
+    /// Tiered storage (None when `remote.log.storage.system.enable` is off).
+    pub remote: Option<Arc<RemoteStorage>>,
 }
 
 impl Broker {

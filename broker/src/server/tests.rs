@@ -39,6 +39,7 @@ fn broker(dir: &std::path::Path) -> Broker {
         groups,
         config,
         node_id: 0,
+        remote: None,
         advertised_host: "127.0.0.1".into(),
         advertised_port: 9092,
         max_request_bytes: 1 << 20,

@@ -183,10 +183,21 @@ async fn apply(
     validate_only: bool,
 ) -> Result<(), (ResponseError, String)> {
     let logs = b.logs.clone();
-    blocking(move || logs.set_topic_overrides(&topic, overrides, validate_only))
+    let name = topic.clone();
+    blocking(move || logs.set_topic_overrides(&name, overrides, validate_only))
         .await
         .unwrap_or_else(|| Err(TopicError::Storage("internal task failed".into())))
-        .map_err(|e| (error_code(&e), e.to_string()))
+        .map_err(|e| (error_code(&e), e.to_string()))?;
+    // A new hot window or retention applies at the tiering manager's next
+    // round; run it now rather than at the next interval.
+    if let (Some(r), Some(t), false) = (&b.remote, b.logs.topic(&topic), validate_only) {
+        for p in 0..t.partition_count() as i32 {
+            if let Some(rp) = r.partition(&t, p) {
+                rp.wake();
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One resource of an alter request: topic overrides are replaced by what

@@ -4,6 +4,8 @@
 //!
 //! As in Kafka (KIP-74), the first batch of the first partition with data is
 //! returned even if it exceeds the limits, so a consumer can always progress.
+//! Offsets below the local log start are read from the object store
+//! (`crate::remote::reads`), so consumers see one continuous log.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,13 +18,18 @@ use kafka_protocol::ResponseError;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use crate::log::{LogError, PartitionLog};
+use strata_prefetch::PrefetchError;
+use strata_tiering::RemotePartition;
+
+use crate::log::{LogError, PartitionLog, ReadResult};
+use crate::remote::reads::RemoteRead;
 use crate::server::Broker;
 
 struct Target {
     topic: usize,
     partition: i32,
     log: Option<Arc<PartitionLog>>,
+    remote: Option<Arc<RemotePartition>>,
     fetch_offset: i64,
     max_bytes: usize,
 }
@@ -46,6 +53,10 @@ pub async fn handle(req: FetchRequest, version: i16, b: &Broker) -> FetchRespons
                 topic: ti,
                 partition: p.partition,
                 log: topic.as_ref().and_then(|t| t.partition(p.partition)),
+                remote: match (&b.remote, &topic) {
+                    (Some(r), Some(t)) => r.partition(t, p.partition),
+                    _ => None,
+                },
                 fetch_offset: p.fetch_offset,
                 max_bytes: p.partition_max_bytes.max(0) as usize,
             });
@@ -58,7 +69,8 @@ pub async fn handle(req: FetchRequest, version: i16, b: &Broker) -> FetchRespons
             .iter()
             .filter_map(|t| t.log.as_ref().map(|l| l.subscribe()))
             .collect();
-        let (partitions, total, any_error) = read_all(&targets, response_max, read_committed);
+        let (partitions, total, any_error) =
+            read_all(b, &targets, response_max, read_committed).await;
         if total >= min_bytes || any_error || Instant::now() >= deadline || watchers.is_empty() {
             return build(names, &targets, partitions, version);
         }
@@ -67,13 +79,14 @@ pub async fn handle(req: FetchRequest, version: i16, b: &Broker) -> FetchRespons
             .await
             .is_err()
         {
-            let (partitions, _, _) = read_all(&targets, response_max, read_committed);
+            let (partitions, _, _) = read_all(b, &targets, response_max, read_committed).await;
             return build(names, &targets, partitions, version);
         }
     }
 }
 
-fn read_all(
+async fn read_all(
+    b: &Broker,
     targets: &[Target],
     response_max: usize,
     read_committed: bool,
@@ -97,7 +110,7 @@ fn read_all(
         };
         let remaining = response_max.saturating_sub(total);
         let limit = t.max_bytes.min(remaining);
-        match log.read(t.fetch_offset, limit, total == 0) {
+        match read_partition(b, t, log, limit, total == 0).await {
             Ok(read) => {
                 pd.high_watermark = read.high_watermark;
                 pd.last_stable_offset = read.high_watermark;
@@ -122,6 +135,47 @@ fn read_all(
         out.push(pd);
     }
     (out, total, any_error)
+}
+
+/// Reads one partition: locally, or from the object store below the local
+/// log start.
+async fn read_partition(
+    b: &Broker,
+    t: &Target,
+    log: &PartitionLog,
+    limit: usize,
+    min_one: bool,
+) -> Result<ReadResult, LogError> {
+    let local = log.read(t.fetch_offset, limit, min_one);
+    let (Err(LogError::OffsetOutOfRange { .. }), Some(remote), Some(rp)) =
+        (&local, &b.remote, &t.remote)
+    else {
+        return local;
+    };
+    let local_start = log.local_log_start_offset();
+    if t.fetch_offset >= local_start || t.fetch_offset < log.log_start_offset() {
+        return local;
+    }
+    match remote.read(rp, t.fetch_offset, limit, min_one).await {
+        Ok(RemoteRead::Records(records)) => Ok(ReadResult {
+            records,
+            high_watermark: log.high_watermark(),
+            log_start_offset: log.log_start_offset(),
+        }),
+        // A gap no segment covers (left while remote storage was off):
+        // continue where the local log starts, as a compacted log would.
+        Ok(RemoteRead::NotRemote) => log.read(local_start, limit, min_one),
+        Err(PrefetchError::NotFound(key)) => {
+            tracing::info!(topic = %log.topic(), partition = t.partition, key = %key,
+                "remote segment removed by retention during a fetch");
+            local
+        }
+        Err(e) => {
+            tracing::warn!(topic = %log.topic(), partition = t.partition, offset = t.fetch_offset,
+                error = %e, "remote read failed");
+            Err(LogError::Io(std::io::Error::other(e.to_string())))
+        }
+    }
 }
 
 fn build(

@@ -1,5 +1,7 @@
-//! ListOffsets: earliest (-2), latest (-1, the high watermark), max
-//! timestamp (-3), and the first offset at or after a timestamp.
+//! ListOffsets: earliest (-2, the log start, remote included), latest (-1,
+//! the high watermark), max timestamp (-3), and the first offset at or
+//! after a timestamp — looked up in the object store first when the
+//! answer lies below the local log start.
 
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -8,6 +10,10 @@ use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 
 use crate::log::LogError;
+
+fn remote_error(e: strata_prefetch::PrefetchError) -> LogError {
+    LogError::Io(std::io::Error::other(format!("remote read: {e}")))
+}
 use crate::server::Broker;
 
 pub const LATEST: i64 = -1;
@@ -32,11 +38,44 @@ pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOf
                     pr.error_code = ResponseError::UnknownTopicOrPartition.code();
                 }
                 Some(log) => {
+                    let rp = match (&b.remote, &topic) {
+                        (Some(r), Some(t)) if log.remote_log_start_offset().is_some() => {
+                            r.partition(t, p.partition_index).map(|rp| (r, rp))
+                        }
+                        _ => None,
+                    };
                     let found: Result<Option<(i64, i64)>, LogError> = match p.timestamp {
                         LATEST => Ok(Some((log.high_watermark(), -1))),
                         EARLIEST => Ok(Some((log.log_start_offset(), -1))),
-                        MAX_TIMESTAMP => log.max_timestamp_offset(),
-                        ts if ts >= 0 => log.offset_for_timestamp(ts),
+                        MAX_TIMESTAMP => match log.max_timestamp_offset() {
+                            Ok(local) => match &rp {
+                                Some((r, rp)) => r
+                                    .max_timestamp_offset(
+                                        rp,
+                                        log.local_log_start_offset(),
+                                        local.map(|(_, ts)| ts).unwrap_or(i64::MIN),
+                                    )
+                                    .await
+                                    .map(|remote| remote.or(local))
+                                    .map_err(remote_error),
+                                None => Ok(local),
+                            },
+                            Err(e) => Err(e),
+                        },
+                        ts if ts >= 0 => {
+                            let remote = match &rp {
+                                Some((r, rp)) => r
+                                    .offset_for_timestamp(rp, ts, log.local_log_start_offset())
+                                    .await
+                                    .map_err(remote_error),
+                                None => Ok(None),
+                            };
+                            match remote {
+                                Ok(Some(found)) => Ok(Some(found)),
+                                Ok(None) => log.offset_for_timestamp(ts),
+                                Err(e) => Err(e),
+                            }
+                        }
                         _ => {
                             pr.error_code = ResponseError::InvalidRequest.code();
                             Ok(None)

@@ -224,6 +224,9 @@ pub async fn delete_topics(
                 {
                     Ok(t) => {
                         b.groups.remove_topic(&t.name);
+                        if let Some(r) = &b.remote {
+                            r.topic_deleted(t.name.clone(), t.id.to_string());
+                        }
                         if version >= 6 {
                             res.topic_id = t.id;
                         }

@@ -1,0 +1,82 @@
+//! What the tiering manager sees of a [`PartitionLog`]: its sealed, durable
+//! segments with their files, and deletion of a sealed prefix once the
+//! object store holds it. Never deletes the active segment and never moves
+//! the local log start past a segment that stays.
+
+use std::path::PathBuf;
+
+use super::partition_log::{LogError, PartitionLog};
+use super::producer_state::snapshot_path;
+use super::segment::{file_stem, retention_timestamp};
+
+/// A sealed segment's files and what retention needs to know about it.
+#[derive(Debug, Clone)]
+pub struct SealedSegmentFiles {
+    pub base_offset: i64,
+    pub last_offset: i64,
+    pub max_timestamp: i64,
+    pub retention_timestamp: i64,
+    pub size_bytes: u64,
+    pub log: PathBuf,
+    pub index: PathBuf,
+    pub time_index: PathBuf,
+    /// Producer state as of the segment's end, if the snapshot still exists.
+    pub producer_snapshot: Option<PathBuf>,
+}
+
+impl PartitionLog {
+    /// Sealed segments entirely below the high watermark (durable), oldest
+    /// first. Empty segments are left out.
+    pub fn sealed_segment_files(&self) -> Vec<SealedSegmentFiles> {
+        let hw = self.high_watermark();
+        let inner = self.lock();
+        let active = inner.active().base_offset();
+        let dir = self.dir();
+        inner
+            .segments
+            .values()
+            .filter(|s| s.base_offset() != active && !s.is_empty() && s.next_offset() <= hw)
+            .map(|s| {
+                let stem = file_stem(s.base_offset());
+                let snapshot = snapshot_path(dir, s.next_offset());
+                SealedSegmentFiles {
+                    base_offset: s.base_offset(),
+                    last_offset: s.next_offset() - 1,
+                    max_timestamp: s.max_timestamp(),
+                    retention_timestamp: retention_timestamp(s),
+                    size_bytes: s.size(),
+                    log: s.log_path(),
+                    index: dir.join(format!("{stem}.index")),
+                    time_index: dir.join(format!("{stem}.timeindex")),
+                    producer_snapshot: snapshot.exists().then_some(snapshot),
+                }
+            })
+            .collect()
+    }
+
+    /// Deletes sealed segments that end at or below `offset` (they are in
+    /// the object store) and moves the local log start to the first segment
+    /// left. Readers holding one of them finish reading it. Returns how many.
+    pub fn delete_segments_before(&self, offset: i64) -> Result<usize, LogError> {
+        let mut inner = self.lock_open()?;
+        let mut removed = 0;
+        while inner.segments.len() > 1 {
+            let Some(first) = inner.segments.values().next() else {
+                break;
+            };
+            if first.next_offset() > offset {
+                break;
+            }
+            if let Some((_, seg)) = inner.segments.pop_first() {
+                seg.delete_files()?;
+                removed += 1;
+            }
+        }
+        if let Some(first) = inner.segments.keys().next().copied() {
+            if first > inner.log_start_offset {
+                inner.log_start_offset = first;
+            }
+        }
+        Ok(removed)
+    }
+}

@@ -1,0 +1,86 @@
+//! Reads below the local log start, served from the object store: Fetch
+//! and the timestamp lookups of ListOffsets, so consumers see one
+//! continuous log across the local/remote boundary.
+
+use bytes::Bytes;
+use strata_prefetch::PrefetchError;
+use strata_tiering::RemotePartition;
+
+use super::RemoteStorage;
+use crate::log::segment::first_record_in_batch;
+
+/// What the bucket holds for a fetch offset.
+#[derive(Debug)]
+pub enum RemoteRead {
+    /// Batches from the remote segment holding the offset (possibly empty
+    /// when the first batch exceeds the limit and `min_one` is off).
+    Records(Bytes),
+    /// No remote segment holds the offset or anything after it below the
+    /// local log (a gap left while remote storage was off).
+    NotRemote,
+}
+
+impl RemoteStorage {
+    pub async fn read(
+        &self,
+        rp: &RemotePartition,
+        offset: i64,
+        max_bytes: usize,
+        min_one: bool,
+    ) -> Result<RemoteRead, PrefetchError> {
+        let m = rp.manifest();
+        let offset = offset.max(m.log_start_offset);
+        let Some(seg) = m.segment_for_offset(offset) else {
+            return Ok(RemoteRead::NotRemote);
+        };
+        Ok(RemoteRead::Records(
+            self.reader.read(seg, offset, max_bytes, min_one).await?,
+        ))
+    }
+
+    /// The first record at or after `timestamp` if it lies in a remote
+    /// segment below `local_start`: (offset, timestamp).
+    pub async fn offset_for_timestamp(
+        &self,
+        rp: &RemotePartition,
+        timestamp: i64,
+        local_start: i64,
+    ) -> Result<Option<(i64, i64)>, PrefetchError> {
+        let m = rp.manifest();
+        let Some(seg) = m.segment_for_timestamp(timestamp) else {
+            return Ok(None);
+        };
+        if seg.base_offset >= local_start {
+            return Ok(None);
+        }
+        let Some((_, batch)) = self.reader.batch_at_timestamp(seg, timestamp).await? else {
+            return Ok(None);
+        };
+        Ok(first_record_in_batch(batch, i64::MAX, |t| t >= timestamp)
+            .filter(|(o, _)| *o >= m.log_start_offset))
+    }
+
+    /// The record with the largest timestamp among remote segments below
+    /// `local_start`, if it is larger than `than`.
+    pub async fn max_timestamp_offset(
+        &self,
+        rp: &RemotePartition,
+        local_start: i64,
+        than: i64,
+    ) -> Result<Option<(i64, i64)>, PrefetchError> {
+        let m = rp.manifest();
+        let Some(seg) = m
+            .segments
+            .iter()
+            .filter(|s| s.base_offset < local_start && s.max_timestamp > than)
+            .max_by_key(|s| (s.max_timestamp, std::cmp::Reverse(s.base_offset)))
+        else {
+            return Ok(None);
+        };
+        let target = seg.max_timestamp;
+        let Some((_, batch)) = self.reader.batch_at_timestamp(seg, target).await? else {
+            return Ok(None);
+        };
+        Ok(first_record_in_batch(batch, i64::MAX, |t| t == target))
+    }
+}

@@ -1,0 +1,81 @@
+//! [`TieredLog`] for the broker's [`PartitionLog`]: the tiering manager's
+//! window onto one partition, with the topic's live configuration turned
+//! into a [`TieringPolicy`].
+
+use std::sync::Arc;
+
+use strata_tiering::{LocalSegmentInfo, SealedSegment, TieredLog, TieringPolicy};
+
+use crate::config::BrokerConfig;
+use crate::log::{LogError, PartitionLog};
+
+pub struct TieredPartition {
+    pub log: Arc<PartitionLog>,
+    pub broker: Arc<BrokerConfig>,
+}
+
+impl TieredLog for TieredPartition {
+    fn topic(&self) -> &str {
+        self.log.topic()
+    }
+    fn partition(&self) -> i32 {
+        self.log.partition()
+    }
+    fn policy(&self) -> TieringPolicy {
+        let c = self.log.config();
+        TieringPolicy {
+            remote_enabled: super::tiering_enabled(&self.broker, self.log.topic(), &c),
+            retention_ms: c.retention_ms,
+            retention_bytes: c.retention_bytes,
+            local_retention_ms: c.effective_local_retention_ms(),
+            local_retention_bytes: c.effective_local_retention_bytes(),
+        }
+    }
+    fn sealed_segments(&self) -> Vec<LocalSegmentInfo> {
+        self.log
+            .sealed_segment_files()
+            .into_iter()
+            .map(|s| LocalSegmentInfo {
+                size_bytes: s.size_bytes,
+                retention_timestamp: s.retention_timestamp,
+                segment: SealedSegment {
+                    base_offset: s.base_offset,
+                    last_offset: s.last_offset,
+                    max_timestamp: s.max_timestamp,
+                    // Single-broker partitions have one leader epoch.
+                    leader_epoch: 0,
+                    log: s.log,
+                    index: s.index,
+                    time_index: s.time_index,
+                    producer_snapshot: s.producer_snapshot,
+                },
+            })
+            .collect()
+    }
+    fn local_size_bytes(&self) -> u64 {
+        self.log.size_bytes()
+    }
+    fn local_log_start_offset(&self) -> i64 {
+        self.log.local_log_start_offset()
+    }
+    fn roll_if_expired(&self, now_ms: i64) {
+        match self.log.roll_if_expired(now_ms) {
+            Ok(_) | Err(LogError::Closed) => {}
+            Err(e) => tracing::error!(topic = %self.log.topic(), partition = self.log.partition(),
+                error = %e, "sealing an expired segment failed"),
+        }
+    }
+    fn delete_local_before(&self, offset: i64) -> Result<usize, String> {
+        match self.log.delete_segments_before(offset) {
+            Ok(n) => Ok(n),
+            Err(LogError::Closed) => Ok(0),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+    fn set_remote_log_start(&self, offset: Option<i64>) {
+        self.log.set_remote_log_start(offset);
+    }
+    fn is_closed(&self) -> bool {
+        self.log.is_closed()
+    }
+}

@@ -1,0 +1,522 @@
+//! `RemoteLogManager` (Kafka's name): one task per partition that, every
+//! `interval`, seals an active segment older than `segment.ms`, uploads the
+//! sealed segments the catalog does not have yet (bounded concurrency across
+//! partitions), deletes local segments that are both recorded and outside
+//! the hot window, and applies total retention to the remote part.
+//!
+//! The partition log is reached only through [`TieredLog`], so this module
+//! never sees the broker's types. It must never delete a local segment the
+//! catalog has not recorded, and stops writing a partition for good once
+//! another broker has fenced it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use object_store::ObjectStore;
+use strata_catalog::{CatalogError, PartitionCatalog, PartitionManifest, PartitionPath};
+use tokio::sync::{Notify, Semaphore};
+use tracing::Instrument;
+
+use crate::error::TieringError;
+use crate::policy::{LocalSegmentInfo, TieringPolicy};
+use crate::upload::{upload_segment, UploadOptions};
+
+/// What the tiering manager needs from a partition log.
+pub trait TieredLog: Send + Sync + 'static {
+    fn topic(&self) -> &str;
+    fn partition(&self) -> i32;
+    fn policy(&self) -> TieringPolicy;
+    /// Sealed segments entirely below the high watermark, oldest first.
+    fn sealed_segments(&self) -> Vec<LocalSegmentInfo>;
+    /// Every local byte, the active segment included.
+    fn local_size_bytes(&self) -> u64;
+    /// The first offset still on local disk.
+    fn local_log_start_offset(&self) -> i64;
+    /// Seals the active segment if it is older than `segment.ms`.
+    fn roll_if_expired(&self, now_ms: i64);
+    /// Deletes sealed local segments that end at or below `offset`; a
+    /// reader that already holds one keeps reading it.
+    fn delete_local_before(&self, offset: i64) -> Result<usize, String>;
+    /// Tells the log where the remote part starts (None: nothing remote),
+    /// which makes it the log start offset clients see.
+    fn set_remote_log_start(&self, offset: Option<i64>);
+    /// The partition was deleted or the broker is stopping.
+    fn is_closed(&self) -> bool;
+}
+
+#[derive(Debug, Clone)]
+pub struct ManagerOptions {
+    /// How often each partition is checked (`remote.log.manager.task.interval.ms`).
+    pub interval: Duration,
+    /// Uploads in flight across all partitions
+    /// (`remote.log.manager.copier.thread.pool.size`).
+    pub max_concurrent_uploads: usize,
+    pub upload: UploadOptions,
+    /// Manifest versions kept by garbage collection.
+    pub manifest_versions_kept: usize,
+}
+
+impl Default for ManagerOptions {
+    fn default() -> Self {
+        ManagerOptions {
+            interval: Duration::from_secs(30),
+            max_concurrent_uploads: 4,
+            upload: UploadOptions::default(),
+            manifest_versions_kept: 10,
+        }
+    }
+}
+
+/// Counters and gauges of one partition, for `/metrics`.
+#[derive(Debug, Default)]
+pub struct PartitionStats {
+    pub uploaded_segments: AtomicU64,
+    pub uploaded_bytes: AtomicU64,
+    pub upload_errors: AtomicU64,
+    pub deleted_local_segments: AtomicU64,
+    pub deleted_remote_segments: AtomicU64,
+    /// Sealed local segments not in the bucket yet.
+    pub copy_lag_segments: AtomicU64,
+    pub copy_lag_bytes: AtomicU64,
+    pub fenced: AtomicBool,
+}
+
+/// A tiered partition as readers see it: the latest manifest this broker
+/// knows, and its statistics.
+#[derive(Debug)]
+pub struct RemotePartition {
+    pub topic: String,
+    pub topic_id: String,
+    pub partition: i32,
+    manifest: RwLock<Arc<PartitionManifest>>,
+    pub stats: PartitionStats,
+    /// Offsets below this are local no more (mirrors the log, for metrics).
+    pub local_log_start_offset: AtomicI64,
+    wake: Notify,
+}
+
+impl RemotePartition {
+    pub fn manifest(&self) -> Arc<PartitionManifest> {
+        self.manifest
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+    fn publish(&self, m: &PartitionManifest) {
+        *self.manifest.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(m.clone());
+    }
+    /// Runs the partition's next round now (after a config change).
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+}
+
+/// The tiering manager of one broker.
+#[derive(Debug)]
+pub struct RemoteLogManager {
+    store: Arc<dyn ObjectStore>,
+    prefix: String,
+    owner: String,
+    opts: ManagerOptions,
+    uploads: Arc<Semaphore>,
+    partitions: Mutex<HashMap<(String, i32), Arc<RemotePartition>>>,
+    store_available: AtomicBool,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl RemoteLogManager {
+    pub fn new(
+        store: Arc<dyn ObjectStore>,
+        prefix: &str,
+        owner: &str,
+        opts: ManagerOptions,
+    ) -> Arc<Self> {
+        Arc::new(RemoteLogManager {
+            store,
+            prefix: prefix.to_string(),
+            owner: owner.to_string(),
+            uploads: Arc::new(Semaphore::new(opts.max_concurrent_uploads.max(1))),
+            opts,
+            partitions: Mutex::new(HashMap::new()),
+            store_available: AtomicBool::new(true),
+        })
+    }
+
+    pub fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    /// Whether the last object store operation succeeded.
+    pub fn store_available(&self) -> bool {
+        self.store_available.load(Ordering::Relaxed)
+    }
+
+    /// The tiered partition `topic`/`partition` of the topic incarnation
+    /// `topic_id`, if this broker manages it.
+    pub fn partition(
+        &self,
+        topic: &str,
+        topic_id: &str,
+        partition: i32,
+    ) -> Option<Arc<RemotePartition>> {
+        let map = self.partitions.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(&(topic.to_string(), partition))
+            .filter(|p| p.topic_id == topic_id)
+            .cloned()
+    }
+
+    pub fn partitions(&self) -> Vec<Arc<RemotePartition>> {
+        let map = self.partitions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut v: Vec<_> = map.values().cloned().collect();
+        v.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+        v
+    }
+
+    /// Starts managing a partition (idempotent per topic incarnation).
+    /// Reads the partition's catalog before returning, so reads below the
+    /// local log start work as soon as the broker serves requests; if the
+    /// object store is down, the partition's task keeps trying.
+    pub async fn add_partition(
+        self: &Arc<Self>,
+        topic_id: &str,
+        log: Arc<dyn TieredLog>,
+    ) -> Arc<RemotePartition> {
+        let key = (log.topic().to_string(), log.partition());
+        if let Some(p) = self.partition(&key.0, topic_id, key.1) {
+            return p;
+        }
+        let rp = Arc::new(RemotePartition {
+            topic: key.0.clone(),
+            topic_id: topic_id.to_string(),
+            partition: key.1,
+            manifest: RwLock::new(Arc::new(PartitionManifest::empty())),
+            stats: PartitionStats::default(),
+            local_log_start_offset: AtomicI64::new(log.local_log_start_offset()),
+            wake: Notify::new(),
+        });
+        let path = PartitionPath::new(&self.prefix, &key.0, topic_id, key.1);
+        let mut task = PartitionTask {
+            mgr: self.clone(),
+            log,
+            rp: rp.clone(),
+            path,
+            catalog: None,
+            nothing_remote: false,
+            last_gc_version: 0,
+        };
+        task.load_view().await;
+        self.partitions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, rp.clone());
+        let span = tracing::info_span!("tiering", topic = %rp.topic, partition = rp.partition);
+        tokio::spawn(task.run().instrument(span));
+        rp
+    }
+
+    fn note_store(&self, ok: bool) {
+        let was = self.store_available.swap(ok, Ordering::Relaxed);
+        if was != ok {
+            if ok {
+                tracing::info!("object store reachable again");
+            } else {
+                tracing::warn!(
+                    "object store unavailable; local segments are kept until uploads succeed"
+                );
+            }
+        }
+    }
+}
+
+struct PartitionTask {
+    mgr: Arc<RemoteLogManager>,
+    log: Arc<dyn TieredLog>,
+    rp: Arc<RemotePartition>,
+    path: PartitionPath,
+    /// The writer handle, once claimed.
+    catalog: Option<PartitionCatalog>,
+    /// Remote storage is off and the bucket has nothing of this partition.
+    nothing_remote: bool,
+    last_gc_version: u64,
+}
+
+impl PartitionTask {
+    async fn run(mut self) {
+        loop {
+            if self.log.is_closed() {
+                break;
+            }
+            if !self.rp.stats.fenced.load(Ordering::Relaxed) {
+                self.round().await;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(self.mgr.opts.interval) => {}
+                _ = self.rp.wake.notified() => {}
+            }
+        }
+        let mut map = self
+            .mgr
+            .partitions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let key = (self.rp.topic.clone(), self.rp.partition);
+        if map.get(&key).is_some_and(|p| Arc::ptr_eq(p, &self.rp)) {
+            map.remove(&key);
+        }
+    }
+
+    /// Reads the catalog without claiming it (at start, for readers).
+    async fn load_view(&mut self) {
+        match PartitionCatalog::open(self.mgr.store.clone(), self.path.clone()).await {
+            Ok(view) => {
+                self.mgr.note_store(true);
+                self.publish(view.manifest());
+            }
+            Err(e) => {
+                self.mgr.note_store(false);
+                tracing::warn!(topic = %self.rp.topic, partition = self.rp.partition, error = %e,
+                    "cannot read the partition's catalog yet; retrying in the background");
+            }
+        }
+    }
+
+    fn publish(&self, m: &PartitionManifest) {
+        self.rp.publish(m);
+        self.log.set_remote_log_start(m.earliest_offset());
+    }
+
+    fn fenced(&self, e: &CatalogError) {
+        self.rp.stats.fenced.store(true, Ordering::Relaxed);
+        tracing::error!(topic = %self.rp.topic, partition = self.rp.partition, error = %e,
+            "tiering stopped for this partition: fenced by another broker that claimed its catalog; local segments are no longer deleted");
+    }
+
+    fn failed(&self, what: &str, e: &TieringError) {
+        if matches!(
+            e,
+            TieringError::ObjectStore(_)
+                | TieringError::Verification { .. }
+                | TieringError::Catalog(CatalogError::ObjectStore(_))
+        ) {
+            self.mgr.note_store(false);
+        }
+        tracing::warn!(topic = %self.rp.topic, partition = self.rp.partition, error = %e,
+            "{what} failed; will retry");
+    }
+
+    async fn round(&mut self) {
+        let policy = self.log.policy();
+        let now = now_ms();
+        if policy.remote_enabled {
+            // The upload-lag bound: an idle active segment is sealed after
+            // segment.ms, then uploaded below.
+            self.log.roll_if_expired(now);
+        }
+        if self.catalog.is_none() {
+            if !policy.remote_enabled && self.nothing_remote {
+                update_lag(&self.rp, &*self.log, &self.log.sealed_segments(), None);
+                return;
+            }
+            match self.claim(policy).await {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(e) => {
+                    if let TieringError::Catalog(ce @ CatalogError::Fenced { .. }) = &e {
+                        self.fenced(ce);
+                    } else {
+                        self.failed("claiming the partition catalog", &e);
+                    }
+                    return;
+                }
+            }
+        }
+        if let Err(e) = self.upload_and_retain(policy, now).await {
+            match &e {
+                TieringError::Catalog(ce @ CatalogError::Fenced { .. }) => self.fenced(ce),
+                _ => self.failed("tiering", &e),
+            }
+        }
+    }
+
+    /// Becomes the partition's writer. Ok(false): nothing to manage (remote
+    /// storage off and nothing in the bucket).
+    async fn claim(&mut self, policy: TieringPolicy) -> Result<bool, TieringError> {
+        if !policy.remote_enabled {
+            let view = PartitionCatalog::open(self.mgr.store.clone(), self.path.clone()).await?;
+            self.mgr.note_store(true);
+            self.publish(view.manifest());
+            if view.manifest().segments.is_empty() {
+                self.nothing_remote = true;
+                return Ok(false);
+            }
+        }
+        let cat =
+            PartitionCatalog::claim(self.mgr.store.clone(), self.path.clone(), &self.mgr.owner)
+                .await?;
+        self.mgr.note_store(true);
+        match cat.delete_orphans().await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::info!(topic = %self.rp.topic, partition = self.rp.partition, objects = n,
+                "deleted segment objects no catalog version references (an upload interrupted before its commit)")
+            }
+            Err(e) => tracing::warn!(error = %e, "could not delete orphan segment objects"),
+        }
+        self.publish(cat.manifest());
+        self.last_gc_version = cat.manifest().version;
+        self.catalog = Some(cat);
+        Ok(true)
+    }
+}
+
+/// Updates the copy-lag gauges and the local log start mirror.
+fn update_lag(
+    rp: &RemotePartition,
+    log: &dyn TieredLog,
+    sealed: &[LocalSegmentInfo],
+    remote_end: Option<i64>,
+) {
+    {
+        let pending: Vec<&LocalSegmentInfo> = sealed
+            .iter()
+            .filter(|s| remote_end.is_none_or(|e| s.segment.base_offset >= e))
+            .collect();
+        rp.stats
+            .copy_lag_segments
+            .store(pending.len() as u64, Ordering::Relaxed);
+        rp.stats.copy_lag_bytes.store(
+            pending.iter().map(|s| s.size_bytes).sum(),
+            Ordering::Relaxed,
+        );
+        rp.local_log_start_offset
+            .store(log.local_log_start_offset(), Ordering::Relaxed);
+    }
+}
+
+impl PartitionTask {
+    async fn upload_and_retain(
+        &mut self,
+        policy: TieringPolicy,
+        now: i64,
+    ) -> Result<(), TieringError> {
+        let Some(cat) = self.catalog.as_mut() else {
+            return Ok(());
+        };
+        let mut sealed = self.log.sealed_segments();
+        if policy.remote_enabled {
+            for seg in &sealed {
+                let remote_end = cat.manifest().next_offset();
+                if remote_end.is_some_and(|e| seg.segment.base_offset < e) {
+                    if remote_end.is_some_and(|e| seg.segment.last_offset >= e) {
+                        tracing::error!(topic = %self.rp.topic, partition = self.rp.partition,
+                            base_offset = seg.segment.base_offset, remote_end = remote_end.unwrap_or(-1),
+                            "local segment overlaps the catalog's end; not uploading it");
+                        break;
+                    }
+                    continue; // already in the bucket
+                }
+                let _permit =
+                    self.mgr
+                        .uploads
+                        .acquire()
+                        .await
+                        .map_err(|_| TieringError::Verification {
+                            key: String::new(),
+                            message: "upload pool closed".into(),
+                        })?;
+                let mut to_upload = seg.segment.clone();
+                if to_upload.max_timestamp < 0 {
+                    to_upload.max_timestamp = seg.retention_timestamp;
+                }
+                match upload_segment(&self.mgr.store, cat, &to_upload, &self.mgr.opts.upload).await
+                {
+                    Ok(r) => {
+                        self.mgr.note_store(true);
+                        self.rp
+                            .stats
+                            .uploaded_segments
+                            .fetch_add(1, Ordering::Relaxed);
+                        self.rp
+                            .stats
+                            .uploaded_bytes
+                            .fetch_add(r.size_bytes, Ordering::Relaxed);
+                        self.rp.publish(cat.manifest());
+                        self.log
+                            .set_remote_log_start(cat.manifest().earliest_offset());
+                    }
+                    Err(e) => {
+                        self.rp.stats.upload_errors.fetch_add(1, Ordering::Relaxed);
+                        update_lag(&self.rp, &*self.log, &sealed, cat.manifest().next_offset());
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        // Hot window: local segments the catalog has, outside the window.
+        if let Some(end) = cat.manifest().next_offset() {
+            if let Some(cut) = policy.local_cut(&sealed, self.log.local_size_bytes(), end, now) {
+                match self.log.delete_local_before(cut) {
+                    Ok(n) => {
+                        self.rp
+                            .stats
+                            .deleted_local_segments
+                            .fetch_add(n as u64, Ordering::Relaxed);
+                        if n > 0 {
+                            tracing::info!(topic = %self.rp.topic, partition = self.rp.partition, segments = n,
+                                local_log_start_offset = cut, "deleted local segments outside the hot window (in the bucket)");
+                        }
+                    }
+                    Err(e) => tracing::error!(error = %e, "deleting local segments failed"),
+                }
+                sealed = self.log.sealed_segments();
+            }
+        }
+        // Total retention: the remote prefix, and any local copy of it.
+        let remote_end = cat.manifest().next_offset().unwrap_or(i64::MIN);
+        let local_only: u64 = self.log.local_size_bytes().saturating_sub(
+            sealed
+                .iter()
+                .filter(|s| s.segment.last_offset < remote_end)
+                .map(|s| s.size_bytes)
+                .sum(),
+        );
+        if let Some(cut) = policy.remote_cut(cat.manifest(), local_only, now) {
+            let removed = cat.truncate_before(cut).await?;
+            self.rp.publish(cat.manifest());
+            self.log
+                .set_remote_log_start(cat.manifest().earliest_offset().or(Some(cut)));
+            if let Err(e) = self.log.delete_local_before(cut) {
+                tracing::error!(error = %e, "deleting local segments below total retention failed");
+            }
+            self.rp
+                .stats
+                .deleted_remote_segments
+                .fetch_add(removed.len() as u64, Ordering::Relaxed);
+            tracing::info!(topic = %self.rp.topic, partition = self.rp.partition, segments = removed.len(),
+                log_start_offset = cut, "total retention removed remote segments");
+            if let Err(e) = cat.delete_segment_objects(&removed).await {
+                tracing::warn!(error = %e, "deleting expired segment objects failed; the next claim removes them");
+            }
+            sealed = self.log.sealed_segments();
+        }
+        if cat.manifest().version
+            >= self.last_gc_version + 2 * self.mgr.opts.manifest_versions_kept as u64
+        {
+            match cat.gc(self.mgr.opts.manifest_versions_kept).await {
+                Ok(_) => self.last_gc_version = cat.manifest().version,
+                Err(e) => tracing::warn!(error = %e, "manifest garbage collection failed"),
+            }
+        }
+        let end = cat.manifest().next_offset();
+        update_lag(&self.rp, &*self.log, &sealed, end);
+        Ok(())
+    }
+}
