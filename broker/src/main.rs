@@ -257,11 +257,25 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
             }
         }
     };
+    let producer_ids = strata_broker::producer_ids::ProducerIdManager::open(&args.data_dir)
+        .context("cannot open the producer id block")?;
+    // Partitions restored from the bucket carry producer ids this data dir
+    // never issued: never hand them out again.
+    if let Some(max) = logs
+        .topics()
+        .iter()
+        .flat_map(|t| t.partitions())
+        .filter_map(|l| l.max_producer_id())
+        .max()
+    {
+        producer_ids
+            .reserve_above(max)
+            .context("cannot write the producer id block")?;
+    }
     let broker = Arc::new(Broker {
         logs: logs.clone(),
         groups: groups.clone(),
-        producer_ids: strata_broker::producer_ids::ProducerIdManager::open(&args.data_dir)
-            .context("cannot open the producer id block")?,
+        producer_ids,
         config: config.clone(),
         node_id: config.node_id(),
         advertised_host: host.clone(),

@@ -38,6 +38,19 @@ impl ProducerIdManager {
         })
     }
 
+    /// Makes sure no id at or below `id` is handed out from now on (ids
+    /// found in partitions restored from the object store).
+    pub fn reserve_above(&self, id: i64) -> io::Result<()> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.0 > id {
+            return Ok(());
+        }
+        let end = (id + 1 + BLOCK).max(st.1);
+        write_atomically(&self.path, end.to_string().as_bytes())?;
+        *st = (id + 1, end);
+        Ok(())
+    }
+
     /// A producer id never handed out before.
     pub fn next_id(&self) -> io::Result<i64> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -65,5 +78,12 @@ mod tests {
         drop(m);
         let m = ProducerIdManager::open(dir.path()).unwrap();
         assert_eq!(m.next_id().unwrap(), BLOCK);
+        m.reserve_above(5_000).unwrap();
+        assert_eq!(m.next_id().unwrap(), 5_001);
+        m.reserve_above(10).unwrap();
+        assert_eq!(m.next_id().unwrap(), 5_002);
+        drop(m);
+        let m = ProducerIdManager::open(dir.path()).unwrap();
+        assert!(m.next_id().unwrap() > 5_002);
     }
 }

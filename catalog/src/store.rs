@@ -313,15 +313,21 @@ async fn put_version(
         mode: PutMode::Create,
         ..Default::default()
     };
+    let key = path.manifest(m.version);
+    let json = Bytes::from(json);
     match store
-        .put_opts(
-            &path.manifest(m.version),
-            PutPayload::from(Bytes::from(json)),
-            opts,
-        )
+        .put_opts(&key, PutPayload::from(json.clone()), opts)
         .await
     {
-        Ok(_) => Ok(true),
+        // Read back what won: a server whose conditional writes are not
+        // atomic under concurrency (moto, some S3-compatible servers) can
+        // report success to two writers; only the one whose bytes are
+        // there keeps it.
+        Ok(_) => match store.get(&key).await {
+            Ok(r) => Ok(r.bytes().await? == json),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        },
         Err(object_store::Error::AlreadyExists { .. })
         | Err(object_store::Error::Precondition { .. }) => Ok(false),
         Err(e) => Err(e.into()),

@@ -109,7 +109,7 @@ impl RemoteReader {
                 continue;
             }
             let fits = out.len() + f.size <= max_bytes;
-            if !fits && !(out.is_empty() && min_one) {
+            if !(fits || out.is_empty() && min_one) {
                 break;
             }
             out.extend_from_slice(&cur.take(&f));

@@ -31,6 +31,8 @@ from strata_broker import Broker, BrokerError, check_binary
 SHARED_SETTINGS = {
     "num.partitions": 3,
     "log.retention.check.interval.ms": 500,
+    # Tiered topics (the default) are retained by the tiering manager.
+    "remote.log.manager.task.interval.ms": 500,
 }
 
 _active: list[tuple[str, Broker, int]] = []  # (label, broker, log offset at test start)

@@ -42,11 +42,13 @@ def _wait_claimed(bucket, topic, above_epoch, partition=0, timeout=30.0) -> dict
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["sigterm", "kill9"])
-def test_restart_never_uploads_twice(broker_factory, mode):
+def test_restart_never_uploads_twice(broker_factory, s3_bucket, mode):
     """After tiering, a restart (SIGTERM or kill -9) claims the catalog
     again and uploads only segments the catalog does not have; then a kill
-    -9 while uploads are in flight; every record stays readable."""
-    b, bucket = tu.file_broker(broker_factory)
+    -9 while uploads are in flight (moto makes them slow enough); every
+    record stays readable."""
+    bucket = s3_bucket
+    b = tu.s3_broker(broker_factory, bucket)
     adm = kutil.admin(b.bootstrap)
     topic = kutil.unique(f"tier-restart-{mode}")
     kutil.create_topic(adm, topic, 1, config={"segment.bytes": str(SEG), "local.retention.ms": "1000"})
@@ -95,7 +97,9 @@ def test_restart_never_uploads_twice(broker_factory, mode):
     tu.produce_range(b.bootstrap, topic, ds, n2, n3)
     b.kill9()
     m_kill = tu.manifest(bucket, topic, 0)
-    tu.check_manifest(m_kill)
+    end_kill = tu.check_manifest(m_kill)
+    sealed_kill = max(tu.local_segments(b, topic))
+    print(f"kill -9 with the catalog at {end_kill}, sealed local segments up to {sealed_kill}")
     b.start()
     kutil.wait_topic_ready(kutil.admin(b.bootstrap), topic, 1)
     _wait_claimed(bucket, topic, m_kill["writer_epoch"])

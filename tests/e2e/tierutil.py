@@ -37,6 +37,7 @@ MiB = 1024 * 1024
 TIER_SETTINGS = {
     "remote.log.manager.task.interval.ms": 200,
     "log.retention.check.interval.ms": 200,
+    "group.initial.rebalance.delay.ms": 0,
 }
 
 BUCKET = "strata"
@@ -472,7 +473,25 @@ def metrics_of(b, topic: str, partition: int = 0) -> dict[str, float]:
 
 
 def local_segments(b, topic: str, partition: int = 0) -> dict[int, int]:
-    return kutil.segment_sizes(b, topic, partition)
+    """{base offset: size} of the partition's local .log files, sorted;
+    tolerates files deleted while listing (tiering deletes concurrently)."""
+    d = b.partition_dir(topic, partition)
+    for _ in range(20):
+        out = {}
+        try:
+            for f in os.scandir(d):
+                m = kutil.SEGMENT_LOG.match(f.name)
+                if m:
+                    try:
+                        out[int(m.group(1))] = f.stat().st_size
+                    except FileNotFoundError:
+                        pass
+        except FileNotFoundError:
+            raise AssertionError(f"partition directory {d} does not exist")
+        if out:
+            return dict(sorted(out.items()))
+        time.sleep(0.05)  # between deleting and creating? look again
+    return {}
 
 
 def local_bytes(b, topic: str, partition: int = 0) -> int:

@@ -6,13 +6,18 @@
 //! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION` /
 //! `AWS_DEFAULT_REGION`, `AWS_ENDPOINT_URL` / `AWS_ENDPOINT`, `AWS_ALLOW_HTTP`)
 //! and path-style addressing, which MinIO and other S3-compatible servers
-//! need. `gs://` and `az://` are recognised but not built in yet.
+//! need; `gs://BUCKET[/PREFIX]` with Google's environment
+//! (`GOOGLE_SERVICE_ACCOUNT` / `GOOGLE_APPLICATION_CREDENTIALS`, ...);
+//! `az://CONTAINER[/PREFIX]` with Azure's (`AZURE_STORAGE_ACCOUNT_NAME`,
+//! `AZURE_STORAGE_ACCOUNT_KEY`, `AZURE_STORAGE_USE_EMULATOR`, ...).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use object_store::aws::AmazonS3Builder;
+use object_store::azure::MicrosoftAzureBuilder;
+use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
@@ -60,12 +65,7 @@ pub fn open(url: &str) -> Result<Bucket, String> {
         ));
     }
     if let Some(rest) = url.strip_prefix("s3://") {
-        let (name, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-        if name.is_empty() {
-            return Err(format!(
-                "object store {url}: missing bucket name (s3://BUCKET[/PREFIX])"
-            ));
-        }
+        let (name, prefix) = split_bucket(url, rest)?;
         let mut b = AmazonS3Builder::from_env()
             .with_bucket_name(name)
             .with_virtual_hosted_style_request(false)
@@ -81,14 +81,37 @@ pub fn open(url: &str) -> Result<Bucket, String> {
         let s3 = b.build().map_err(|e| format!("object store {url}: {e}"))?;
         return Ok(bucket(Arc::new(s3), prefix));
     }
-    if url.starts_with("gs://") || url.starts_with("az://") {
-        return Err(format!(
-            "object store {url}: Google Cloud Storage and Azure are not built into this release yet; use s3:// or file://"
-        ));
+    if let Some(rest) = url.strip_prefix("gs://") {
+        let (name, prefix) = split_bucket(url, rest)?;
+        let gcs = GoogleCloudStorageBuilder::from_env()
+            .with_bucket_name(name)
+            .with_retry(retry())
+            .build()
+            .map_err(|e| format!("object store {url}: {e}"))?;
+        return Ok(bucket(Arc::new(gcs), prefix));
+    }
+    if let Some(rest) = url.strip_prefix("az://") {
+        let (name, prefix) = split_bucket(url, rest)?;
+        let az = MicrosoftAzureBuilder::from_env()
+            .with_container_name(name)
+            .with_retry(retry())
+            .build()
+            .map_err(|e| format!("object store {url}: {e}"))?;
+        return Ok(bucket(Arc::new(az), prefix));
     }
     Err(format!(
-        "object store {url}: expected file://DIR, memory://, s3://BUCKET[/PREFIX]"
+        "object store {url}: expected file://DIR, memory://, s3://BUCKET[/PREFIX], gs://BUCKET[/PREFIX] or az://CONTAINER[/PREFIX]"
     ))
+}
+
+fn split_bucket<'a>(url: &str, rest: &'a str) -> Result<(&'a str, &'a str), String> {
+    let (name, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    if name.is_empty() {
+        return Err(format!(
+            "object store {url}: missing bucket or container name"
+        ));
+    }
+    Ok((name, prefix))
 }
 
 /// Writes, reads and deletes a probe object; returns a one-line reason if
@@ -143,7 +166,24 @@ mod tests {
     fn bad_urls_say_why() {
         assert!(open("ftp://x").unwrap_err().contains("expected file://"));
         assert!(open("s3://").unwrap_err().contains("missing bucket"));
-        assert!(open("gs://b").unwrap_err().contains("not built"));
+        assert!(open("gs://").unwrap_err().contains("missing bucket"));
+        assert!(open("az://")
+            .unwrap_err()
+            .contains("missing bucket or container"));
+    }
+
+    #[tokio::test]
+    async fn azure_emulator_endpoint_down_fails_in_one_line() {
+        // Azurite's well-known account against a port nothing listens on.
+        std::env::set_var("AZURE_STORAGE_USE_EMULATOR", "true");
+        let b = open("az://container/prefix").unwrap();
+        std::env::remove_var("AZURE_STORAGE_USE_EMULATOR");
+        let err = check(&b).await.unwrap_err();
+        assert!(
+            err.starts_with("object store az://container/prefix is not usable (writing"),
+            "{err}"
+        );
+        assert!(!err.contains('\n'));
     }
 
     #[tokio::test]

@@ -46,8 +46,15 @@ fn moto() -> &'static Moto {
     static MOTO: OnceLock<Moto> = OnceLock::new();
     MOTO.get_or_init(|| {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(moto_binary())
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        // The server lives in a static that is never dropped, so a small
+        // shell watchdog stops it when this test process exits.
+        let script = format!(
+            "\"$0\" -H 127.0.0.1 -p {port} & m=$!; while kill -0 {parent} 2>/dev/null; do sleep 1; done; kill $m",
+            parent = std::process::id()
+        );
+        let child = Command::new("sh")
+            .args(["-c", &script])
+            .arg(moto_binary())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

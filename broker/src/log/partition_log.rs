@@ -409,6 +409,10 @@ impl PartitionLog {
     pub fn size_bytes(&self) -> u64 {
         self.lock().segments.values().map(|s| s.size()).sum()
     }
+    /// The largest producer id with state in this partition.
+    pub fn max_producer_id(&self) -> Option<i64> {
+        self.lock().producers.max_producer_id()
+    }
     pub fn segment_count(&self) -> usize {
         self.lock().segments.len()
     }

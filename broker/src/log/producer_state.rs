@@ -83,6 +83,10 @@ impl ProducerStateManager {
         self.producers.len()
     }
 
+    pub fn max_producer_id(&self) -> Option<i64> {
+        self.producers.keys().copied().max()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.producers.is_empty()
     }
@@ -243,17 +247,24 @@ impl ProducerStateManager {
         Some(ProducerStateManager { producers })
     }
 
-    /// Writes `<offset>.snapshot` (state after every batch below `offset`)
-    /// and keeps only the two newest snapshots.
+    /// Writes `<offset>.snapshot` (state after every batch below `offset`).
+    /// As in Kafka, a snapshot lives as long as the segment it ends: each
+    /// sealed segment is uploaded with its snapshot, and deleting segments
+    /// deletes the snapshots below the new log start
+    /// ([`Self::delete_snapshots_below`]).
     pub fn write_snapshot(&self, dir: &Path, offset: i64) -> io::Result<()> {
-        write_atomically(&snapshot_path(dir, offset), &self.encode())?;
-        let mut all = list_snapshots(dir)?;
-        all.sort_unstable();
-        let keep_from = all.len().saturating_sub(2);
-        for old in &all[..keep_from] {
-            let _ = fs::remove_file(snapshot_path(dir, *old));
+        write_atomically(&snapshot_path(dir, offset), &self.encode())
+    }
+
+    /// Deletes snapshots of offsets below `offset` (segments gone).
+    pub fn delete_snapshots_below(dir: &Path, offset: i64) -> io::Result<usize> {
+        let mut n = 0;
+        for old in list_snapshots(dir)?.into_iter().filter(|o| *o < offset) {
+            if fs::remove_file(snapshot_path(dir, old)).is_ok() {
+                n += 1;
+            }
         }
-        Ok(())
+        Ok(n)
     }
 
     /// Loads the newest valid snapshot at or below `max_offset`, deleting
@@ -452,6 +463,11 @@ mod tests {
         for off in [4, 8, 12] {
             s.write_snapshot(dir.path(), off).unwrap();
         }
+        assert_eq!(list_snapshots(dir.path()).unwrap().len(), 3);
+        assert_eq!(
+            ProducerStateManager::delete_snapshots_below(dir.path(), 8).unwrap(),
+            1
+        );
         assert_eq!(list_snapshots(dir.path()).unwrap().len(), 2);
         let (off, loaded) = ProducerStateManager::load_snapshot(dir.path(), 100)
             .unwrap()

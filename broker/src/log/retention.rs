@@ -64,6 +64,12 @@ impl PartitionLog {
                     base_offset = seg.base_offset(), size = seg.size(), "retention deleted segment");
                 seg.delete_files()?;
             }
+            if !removed.is_empty() {
+                super::producer_state::ProducerStateManager::delete_snapshots_below(
+                    self.dir(),
+                    inner.log_start_offset,
+                )?;
+            }
         }
         Ok(removed.len())
     }

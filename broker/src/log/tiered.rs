@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use super::partition_log::{LogError, PartitionLog};
-use super::producer_state::snapshot_path;
+use super::producer_state::{snapshot_path, ProducerStateManager};
 use super::segment::{file_stem, retention_timestamp};
 
 /// A sealed segment's files and what retention needs to know about it.
@@ -75,6 +75,9 @@ impl PartitionLog {
         if let Some(first) = inner.segments.keys().next().copied() {
             if first > inner.log_start_offset {
                 inner.log_start_offset = first;
+            }
+            if removed > 0 {
+                ProducerStateManager::delete_snapshots_below(self.dir(), first)?;
             }
         }
         Ok(removed)
