@@ -230,6 +230,105 @@ pub fn render(s: &HttpState) -> String {
                 .push((l.clone(), n(&st.deleted_local_segments)));
             f_rdel.samples.push((l, n(&st.deleted_remote_segments)));
         }
+        let st = &r.prefetcher.stats;
+        let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64;
+        let one = |name, kind, help, v: f64| {
+            let mut f = family(name, kind, help);
+            f.samples.push((String::new(), v));
+            f
+        };
+        let (gets_now, bytes_now, waiting) = r.prefetcher.budget().snapshot();
+        let mut f_waiting = family(
+            "strata_remote_gets_waiting",
+            "gauge",
+            "GETs waiting for a slot, per priority class.",
+        );
+        for c in strata_prefetch::PriorityClass::ALL {
+            f_waiting
+                .samples
+                .push((format!("class=\"{c}\""), waiting[c as usize] as f64));
+        }
+        families.extend([
+            one(
+                "strata_remote_fetch_bytes_total",
+                "counter",
+                "Record bytes served to fetches from remote segments.",
+                g(&st.bytes_read),
+            ),
+            one(
+                "strata_remote_fetch_reads_total",
+                "counter",
+                "Partition reads served by the historical read path.",
+                g(&st.reads),
+            ),
+            one(
+                "strata_remote_fetch_wait_seconds_total",
+                "counter",
+                "Time those reads took (fetches waited for them).",
+                g(&st.read_wait_micros) / 1e6,
+            ),
+            one(
+                "strata_remote_get_total",
+                "counter",
+                "GETs of segment chunks issued to the object store.",
+                g(&st.gets),
+            ),
+            one(
+                "strata_remote_get_bytes_total",
+                "counter",
+                "Bytes fetched by those GETs.",
+                g(&st.get_bytes),
+            ),
+            one(
+                "strata_remote_get_seconds_total",
+                "counter",
+                "Total latency of those GETs.",
+                g(&st.get_micros) / 1e6,
+            ),
+            one(
+                "strata_remote_get_errors_total",
+                "counter",
+                "Failed GETs.",
+                g(&st.get_errors),
+            ),
+            one(
+                "strata_remote_cache_hits_total",
+                "counter",
+                "Chunk lookups answered by the cache.",
+                g(&st.cache_hits),
+            ),
+            one(
+                "strata_remote_cache_misses_total",
+                "counter",
+                "Chunk lookups that needed a GET (or joined one in flight).",
+                g(&st.cache_misses),
+            ),
+            one(
+                "strata_remote_readahead_chunks_total",
+                "counter",
+                "Chunks requested ahead of readers.",
+                g(&st.readahead_chunks),
+            ),
+            one(
+                "strata_remote_readahead_depth_chunks",
+                "gauge",
+                "Sum of the read-ahead windows of active readers.",
+                r.prefetcher.readahead_depth() as f64,
+            ),
+            one(
+                "strata_remote_gets_in_flight",
+                "gauge",
+                "GETs in flight now.",
+                gets_now as f64,
+            ),
+            one(
+                "strata_remote_bytes_in_flight",
+                "gauge",
+                "Bytes of GETs in flight now.",
+                bytes_now as f64,
+            ),
+            f_waiting,
+        ]);
         families.extend([
             up, f_up_seg, f_up_bytes, f_err, f_lag, f_lag_b, f_fenced, f_rsize, f_rseg, f_rstart,
             f_rend, f_ldel, f_rdel,

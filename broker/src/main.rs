@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use strata_broker::config::dynamic::DynamicConfigs;
 use strata_broker::config::BrokerConfig;
 use strata_broker::group::GroupCoordinator;
 use strata_broker::log_manager::LogManager;
@@ -196,6 +197,8 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         .context("log loading task failed")?
         .with_context(|| format!("cannot open data directory {}", args.data_dir.display()))?;
 
+    let dynamic =
+        Arc::new(DynamicConfigs::load(&args.data_dir).context("reading dynamic broker settings")?);
     let remote = if tiering {
         let bucket_cluster = metadata
             .claim_cluster(logs.cluster_id())
@@ -215,7 +218,9 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
             std::process::id(),
             args.data_dir.display()
         );
-        let remote = RemoteStorage::new(&bucket, config.clone(), &owner);
+        let remote = RemoteStorage::new(&bucket, config.clone(), &dynamic, &args.data_dir, &owner)
+            .await
+            .context("starting the historical read path")?;
         if fresh {
             let restored = restore_topics(&remote, &logs)
                 .await
@@ -282,6 +287,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         advertised_port: port as i32,
         max_request_bytes: config.i32("socket.request.max.bytes").max(1024) as usize,
         remote: remote.clone(),
+        dynamic,
     });
     logs.start_background();
     groups.start_background(std::time::Duration::from_millis(

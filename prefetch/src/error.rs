@@ -9,6 +9,13 @@ pub enum PrefetchError {
     NotFound(String),
     #[error("object store: {0}")]
     ObjectStore(object_store::Error),
+    /// An object store error seen by a shared (cached) fetch.
+    #[error("object store: {0}")]
+    Fetch(String),
+    #[error("chunk cache: {0}")]
+    Cache(String),
+    #[error("prefetch runtime: {0}")]
+    Runtime(String),
     #[error("segment object {key} is corrupt at byte {position}: {message}")]
     Corrupt {
         key: String,

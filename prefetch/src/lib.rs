@@ -1,20 +1,30 @@
 //! `strata-prefetch`: the historical read path. Reads below the local log
-//! start are served here from the segment objects the catalog lists.
+//! start are served here from the segment objects the catalog lists
+//! (`docs/prefetch.md`).
 //!
-//! Built so far (issue 4): [`RemoteReader`], a simple, correct reader that
-//! finds the position of an offset or timestamp through the segment's
-//! uploaded indexes and fetches just the byte range it needs, returning
-//! whole record batches within `max_bytes`. Still to come (issue 5): chunks
-//! fetched in parallel ahead of the reader into a bounded memory+disk cache,
-//! with their own concurrency and byte budgets.
+//! [`Prefetcher`] fetches segment objects in chunks with ranged GETs into a
+//! shared, bounded memory+disk cache (`foyer`), several in parallel, and
+//! keeps a read-ahead window per reading stream that grows while the
+//! stream reads sequentially. A [`budget::GetBudget`] bounds GETs and bytes
+//! in flight and shares them between priority classes ([`classes`]). It
+//! runs on its own runtime, so catch-up reads never occupy the broker's
+//! request tasks.
 //!
-//! It must never run on the broker's hot-path tasks' budgets or touch local
-//! segments. It uses `catalog` only.
+//! It must never touch local segments. It uses `catalog` only.
 
 pub mod batch_frame;
+pub mod budget;
+pub mod chunk_cache;
+pub mod classes;
+pub mod config;
 pub mod error;
 pub mod index;
-pub mod remote_reader;
+pub mod index_cache;
+pub mod prefetcher;
+pub mod stats;
 
+pub use classes::{ClassPolicy, PriorityClass};
+pub use config::PrefetchConfig;
 pub use error::PrefetchError;
-pub use remote_reader::RemoteReader;
+pub use prefetcher::{Prefetcher, ReadRequest, StreamKey};
+pub use stats::PrefetchStats;

@@ -213,17 +213,16 @@ def test_tiered_round_trip_file(broker_factory):
             c.commit(offsets=[TopicPartition(topic, 0, i, metadata="m" * 200)], asynchronous=False)
     finally:
         c.close()
+    offsets_segs = tu.local_segments(b, "__consumer_offsets", 0)
+    assert len(offsets_segs) >= 2, f"expected sealed __consumer_offsets segments, have {offsets_segs}"
 
     check_tiered_log(b, bucket, topic, ds, n, hot_max=3 * MiB, timeout=120)
     check_bucket_metadata(b, bucket, topic, 1)
 
-    offsets_dirs = [d for d in b.data_dir.iterdir() if d.name.startswith("__consumer_offsets-")]
-    sealed = sum(len(kutil.segment_sizes(b, "__consumer_offsets", int(d.name.rsplit("-", 1)[1]))) - 1
-                 for d in offsets_dirs)
-    assert offsets_dirs, "no __consumer_offsets partition on disk after commits"
-    tiered = [k for k in bucket.keys("topics/") if k.startswith("topics/__consumer_offsets/")]
+    tiered = [k for k in bucket.keys() if "__consumer_offsets" in k]
     assert not tiered, f"__consumer_offsets must never tier, bucket has {tiered[:5]} " \
-                       f"({sealed} sealed local __consumer_offsets segments)"
+                       f"(local __consumer_offsets segments were {list(offsets_segs)})"
+    assert tu.manifest(bucket, "__consumer_offsets", 0) is None
     assert kutil.committed(adm, group, topic, [0])[(topic, 0)].offset == 149
 
 
@@ -344,6 +343,47 @@ def test_remote_storage_disabled_at_run_time(broker_factory):
     assert kutil.watermarks(b.bootstrap, topic, 0) == (0, n2)
     tu.verify_range(b.bootstrap, topic, ds, 0, n2)
     assert kutil.offsets_for_times(b.bootstrap, topic, 0, [ds.timestamp(10), ds.timestamp(n2 - 5)]) == [10, n2 - 5]
+
+
+# ---------------------------------------------------------------------------
+# broker-level settings: tiering off, default hot window
+# ---------------------------------------------------------------------------
+
+
+def test_tiering_disabled_on_broker(broker_factory):
+    """remote.log.storage.system.enable=false: nothing goes to the bucket and
+    local.retention.ms has no effect (ordinary retention keeps everything)."""
+    b, bucket = tu.file_broker(broker_factory, {"remote.log.storage.system.enable": "false"})
+    adm = kutil.admin(b.bootstrap)
+    topic = kutil.unique("tier-off")
+    kutil.create_topic(adm, topic, 1, config={"segment.bytes": str(256 * KiB), "local.retention.ms": "1000"})
+    ds = tu.DataSet(seed=10, ts0=tu.ms_ago(10))
+    n = 1500
+    tu.produce_range(b.bootstrap, topic, ds, 0, n)
+    segs = tu.local_segments(b, topic)
+    assert len(segs) >= 4
+    time.sleep(2.0)  # ten task intervals and retention checks
+    assert tu.local_segments(b, topic) == segs, "local segments changed with tiering disabled on the broker"
+    assert tu.manifest(bucket, topic, 0) is None, "a manifest was written with tiering disabled"
+    assert not [k for k in bucket.keys("topics/") if k.startswith(f"topics/{topic}/")]
+    assert kutil.watermarks(b.bootstrap, topic, 0) == (0, n)
+    tu.verify_range(b.bootstrap, topic, ds, 0, n)
+
+
+def test_broker_default_hot_window(broker_factory):
+    """log.local.retention.ms on the broker is the default of topics without
+    their own local.retention.ms."""
+    b, bucket = tu.file_broker(broker_factory, {"log.local.retention.ms": 1000})
+    adm = kutil.admin(b.bootstrap)
+    topic = kutil.unique("tier-broker-default")
+    kutil.create_topic(adm, topic, 1, config={"segment.bytes": str(256 * KiB)})
+    assert tu.describe(adm, topic)["local.retention.ms"].value == "1000"
+    ds = tu.DataSet(seed=11, ts0=tu.ms_ago(10))
+    n = 1500
+    tu.produce_range(b.bootstrap, topic, ds, 0, n)
+    tu.wait_hot_tail(b, bucket, topic, 0, 512 * KiB, 60)
+    assert tu.list_offset(adm, topic, 0, OffsetSpec.earliest()) == 0
+    tu.verify_range(b.bootstrap, topic, ds, 0, n)
 
 
 # ---------------------------------------------------------------------------

@@ -104,6 +104,7 @@ def test_restart_never_uploads_twice(broker_factory, s3_bucket, mode):
     kutil.wait_topic_ready(kutil.admin(b.bootstrap), topic, 1)
     _wait_claimed(bucket, topic, m_kill["writer_epoch"])
     m4 = tu.wait_settled(b, bucket, topic, 0, 60)
+    tu.check_segment_objects(bucket, m4)
     assert _segment_keys(m4)[:len(m_kill["segments"])] == _segment_keys(m_kill)
     tu.wait_metric(b, "strata_remote_upload_segments_total", topic, 0,
                    len(m4["segments"]) - len(m_kill["segments"]),
@@ -139,6 +140,8 @@ def test_disaster_recovery_from_bucket(broker_factory, s3_bucket):
         tu.produce_range(b.bootstrap, topic, dss[p], 0, ns[p], partition=p)
     cluster_id = adm.describe_cluster(request_timeout=30).result(timeout=60).cluster_id
     before = {p: tu.wait_remote_end(s3_bucket, topic, p, ns[p], timeout=60) for p in (0, 1)}
+    for p in (0, 1):
+        tu.check_segment_objects(s3_bucket, before[p])
     probes = {p: [dss[p].timestamp(i) for i in (0, 5, ns[p] // 2, ns[p] - 1)] for p in (0, 1)}
 
     assert b.stop() == 0
@@ -244,6 +247,7 @@ def test_object_store_outage(broker_factory, moto, s3_bucket):
 
         # back up: the backlog is uploaded, then trimmed locally
         m = tu.wait_settled(b, s3_bucket, topic, 0, 180)
+        tu.check_segment_objects(s3_bucket, m)  # the backlog went up complete
         tu.wait_hot_tail(b, s3_bucket, topic, 0, 2 * SEG, 60)
         mt = tu.need_metrics(b, topic, 0, ("strata_object_store_available", "strata_remote_copy_lag_segments",
                                         "strata_remote_upload_errors_total"))

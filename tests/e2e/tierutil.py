@@ -410,8 +410,16 @@ def segment_objects(bucket, topic: str, partition: int) -> list[tuple[int, int, 
 
 
 def check_segment_objects(bucket, m: dict):
-    """Every .log object the manifest references exists with the recorded size."""
+    """Every segment in the manifest has its four objects (.log with the
+    recorded size, .index, .timeindex and the producer-state .snapshot that
+    recovery of idempotent producers needs) in the bucket."""
+    present = set(bucket.keys("topics/"))
     for s in m["segments"]:
+        assert s.get("producer_snapshot_key"), \
+            f"segment {s['base_offset']}..{s['last_offset']} was tiered without its producer state snapshot"
+        for field in ("log_key", "index_key", "time_index_key", "producer_snapshot_key"):
+            key = bucket.rel(s[field])
+            assert key in present, f"segment {s['base_offset']}: {field} {s[field]} is not in the bucket"
         size = bucket.size(bucket.rel(s["log_key"]))
         assert size == s["size_bytes"], f"object {s['log_key']}: size {size}, manifest says {s['size_bytes']}"
 

@@ -108,14 +108,20 @@ async fn sixteen_concurrent_claims_get_sixteen_epochs() {
     }
     let mut epochs = Vec::new();
     for t in tasks {
-        epochs.push(t.await.unwrap().unwrap().writer_epoch().unwrap());
+        let c = t.await.unwrap().unwrap();
+        epochs.push((c.writer_epoch().unwrap(), c.manifest().owner.clone()));
     }
     epochs.sort_unstable();
-    assert_eq!(
-        epochs,
-        (1..=16).collect::<Vec<u64>>(),
-        "each conditional write won exactly once"
-    );
+    let mut distinct: Vec<u64> = epochs.iter().map(|(e, _)| *e).collect();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 16, "no two writers hold the same epoch: {epochs:?}");
+    // (An epoch may be skipped: when the server lets two conditional writes
+    // of one version both succeed, the read-back sends both losers round
+    // again.) The catalog names the writer with the highest epoch.
+    let latest = PartitionCatalog::open(b.store.clone(), path).await.unwrap();
+    let (top, owner) = epochs.last().unwrap();
+    assert_eq!(latest.manifest().writer_epoch, *top);
+    assert_eq!(&latest.manifest().owner, owner);
 }
 
 #[tokio::test]

@@ -26,6 +26,8 @@ pub enum Validator {
     OneOf(&'static [&'static str]),
     /// A comma-separated list of these values.
     ListOf(&'static [&'static str]),
+    /// Checked by a function returning why the value is wrong.
+    Custom(fn(&str) -> Result<(), String>),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -84,6 +86,9 @@ impl ConfigDef {
                     ))
                 }
             }
+            Validator::Custom(check) => check(v).map_err(|why| {
+                format!("Invalid value {value} for configuration {}: {why}", self.name)
+            }),
             Validator::ListOf(allowed) => {
                 let items: Vec<&str> = v.split(',').map(str::trim).collect();
                 match items.iter().find(|i| !allowed.contains(i)) {
@@ -396,6 +401,76 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "Segment uploads in flight at once, across all partitions.",
     ),
     broker(
+        "remote.fetch.chunk.bytes",
+        ConfigType::Int,
+        "4194304",
+        Validator::IntAtLeast(4096),
+        "Size of one ranged GET (and one cache entry) of the historical read path.",
+    ),
+    broker(
+        "remote.fetch.max.concurrent.gets",
+        ConfigType::Int,
+        "32",
+        Validator::IntAtLeast(1),
+        "GETs of the historical read path in flight at once, all readers together.",
+    ),
+    broker(
+        "remote.fetch.max.bytes.in.flight",
+        ConfigType::Long,
+        "268435456",
+        Validator::LongAtLeast(4096),
+        "Bytes of GETs of the historical read path in flight at once.",
+    ),
+    broker(
+        "remote.fetch.readahead.max.chunks",
+        ConfigType::Int,
+        "16",
+        Validator::IntAtLeast(1),
+        "Largest read-ahead window of one reading stream, in chunks.",
+    ),
+    broker(
+        "remote.fetch.cache.memory.bytes",
+        ConfigType::Long,
+        "268435456",
+        Validator::LongAtLeast(0),
+        "Memory for cached chunks of remote segments.",
+    ),
+    broker(
+        "remote.fetch.cache.disk.bytes",
+        ConfigType::Long,
+        "1073741824",
+        Validator::LongAtLeast(0),
+        "Local disk (under <data-dir>/remote-cache) for cached chunks of remote segments; 0: memory only.",
+    ),
+    broker(
+        "remote.fetch.threads",
+        ConfigType::Int,
+        "2",
+        Validator::IntAtLeast(1),
+        "Threads of the historical read path's own runtime.",
+    ),
+    broker(
+        "remote.fetch.priority.groups",
+        ConfigType::String,
+        "",
+        Validator::Custom(check_priority_groups),
+        "Priority class of consumer groups (or client ids) reading history: GROUP=CLASS,... with CLASS critical, standard or bulk; others are standard. Dynamic.",
+    ),
+    broker(
+        "remote.fetch.priority.shares",
+        ConfigType::String,
+        "critical=50,standard=35,bulk=15",
+        Validator::Custom(check_priority_shares),
+        "Reserved share of the historical read path's GET slots per priority class. Dynamic.",
+    ),
+    broker(
+        "remote.fetch.bulk.paused",
+        ConfigType::Boolean,
+        "false",
+        Validator::Bool,
+        "Pause historical reads of the bulk class (fetches of bulk readers wait and return empty). Dynamic.",
+    ),
+    broker(
         "remote.log.index.cache.total.size.bytes",
         ConfigType::Long,
         "67108864",
@@ -433,6 +508,22 @@ const fn synonym(name: &'static str, topic_index: usize) -> ConfigDef {
         broker_synonym: None,
         doc: t.doc,
     }
+}
+
+/// Broker settings that IncrementalAlterConfigs / AlterConfigs may change
+/// at run time (persisted in the data dir).
+pub const DYNAMIC_BROKER_CONFIGS: &[&str] = &[
+    "remote.fetch.priority.groups",
+    "remote.fetch.priority.shares",
+    "remote.fetch.bulk.paused",
+];
+
+fn check_priority_groups(v: &str) -> Result<(), String> {
+    strata_prefetch::ClassPolicy::parse_members(v).map(|_| ())
+}
+
+fn check_priority_shares(v: &str) -> Result<(), String> {
+    strata_prefetch::ClassPolicy::parse_shares(v).map(|_| ())
 }
 
 pub fn topic_def(name: &str) -> Option<&'static ConfigDef> {

@@ -6,13 +6,17 @@
 //! validates; it never reads or writes topic state on disk.
 
 pub mod defs;
+pub mod dynamic;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use thiserror::Error;
 
-pub use defs::{broker_def, topic_def, ConfigDef, ConfigType, BROKER_CONFIGS, TOPIC_CONFIGS};
+pub use defs::{
+    broker_def, topic_def, ConfigDef, ConfigType, BROKER_CONFIGS, DYNAMIC_BROKER_CONFIGS,
+    TOPIC_CONFIGS,
+};
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
@@ -28,6 +32,7 @@ pub enum ConfigError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConfigSource {
     TopicConfig = 1,
+    DynamicBrokerConfig = 2,
     StaticBrokerConfig = 4,
     DefaultConfig = 5,
 }

@@ -168,6 +168,29 @@ impl GroupCoordinator {
         }))
     }
 
+    /// The consumer group a fetching client reads `topic`/`partition` for:
+    /// a member with this client id and host that is assigned the
+    /// partition (Fetch requests do not name their group).
+    pub fn group_of_reader(
+        &self,
+        client_id: &str,
+        client_host: &str,
+        topic: &str,
+        partition: i32,
+    ) -> Option<String> {
+        let groups = self.lock();
+        groups
+            .values()
+            .find(|g| {
+                g.members.values().any(|m| {
+                    m.client_id == client_id
+                        && m.client_host == client_host
+                        && super::subscription::assigned(&m.assignment, topic, partition)
+                })
+            })
+            .map(|g| g.id.clone())
+    }
+
     pub(super) fn lock(&self) -> MutexGuard<'_, HashMap<String, Group>> {
         self.groups.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -16,10 +16,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use strata_catalog::MetadataStore;
-use strata_prefetch::RemoteReader;
+use strata_prefetch::{PrefetchConfig, PrefetchError, Prefetcher};
 use strata_tiering::store_url::Bucket;
 use strata_tiering::{ManagerOptions, RemoteLogManager, RemotePartition, UploadOptions};
 
+use crate::config::dynamic::DynamicConfigs;
 use crate::config::{BrokerConfig, TopicConfig};
 use crate::log_manager::Topic;
 
@@ -40,7 +41,8 @@ pub fn is_internal(topic: &str) -> bool {
 #[derive(Debug)]
 pub struct RemoteStorage {
     pub manager: Arc<RemoteLogManager>,
-    pub reader: RemoteReader,
+    /// The historical read path (reads below the local log start).
+    pub prefetcher: Arc<Prefetcher>,
     pub metadata: MetadataStore,
     pub broker: Arc<BrokerConfig>,
     /// Serializes topic metadata writes with topic deletion in the bucket.
@@ -48,7 +50,13 @@ pub struct RemoteStorage {
 }
 
 impl RemoteStorage {
-    pub fn new(bucket: &Bucket, broker: Arc<BrokerConfig>, owner: &str) -> Arc<Self> {
+    pub async fn new(
+        bucket: &Bucket,
+        broker: Arc<BrokerConfig>,
+        dynamic: &DynamicConfigs,
+        data_dir: &std::path::Path,
+        owner: &str,
+    ) -> Result<Arc<Self>, PrefetchError> {
         let opts = ManagerOptions {
             interval: Duration::from_millis(
                 broker.i64("remote.log.manager.task.interval.ms").max(10) as u64,
@@ -59,16 +67,32 @@ impl RemoteStorage {
             upload: UploadOptions::default(),
             manifest_versions_kept: 10,
         };
-        Arc::new(RemoteStorage {
+        let n = |name: &str| broker.i64(name).max(0) as usize;
+        let prefetch = PrefetchConfig {
+            chunk_bytes: n("remote.fetch.chunk.bytes"),
+            max_concurrent_gets: n("remote.fetch.max.concurrent.gets"),
+            max_bytes_in_flight: n("remote.fetch.max.bytes.in.flight"),
+            readahead_min_chunks: 2.min(n("remote.fetch.readahead.max.chunks")).max(1),
+            readahead_max_chunks: n("remote.fetch.readahead.max.chunks"),
+            memory_cache_bytes: n("remote.fetch.cache.memory.bytes"),
+            disk_cache_bytes: n("remote.fetch.cache.disk.bytes"),
+            disk_cache_dir: Some(data_dir.join("remote-cache")),
+            threads: n("remote.fetch.threads"),
+            index_cache_bytes: n("remote.log.index.cache.total.size.bytes"),
+        };
+        let prefetcher = Prefetcher::new(
+            bucket.store.clone(),
+            prefetch,
+            dynamic.class_policy(&broker),
+        )
+        .await?;
+        Ok(Arc::new(RemoteStorage {
             manager: RemoteLogManager::new(bucket.store.clone(), &bucket.prefix, owner, opts),
-            reader: RemoteReader::new(
-                bucket.store.clone(),
-                broker.i64("remote.log.index.cache.total.size.bytes").max(0) as usize,
-            ),
+            prefetcher,
             metadata: MetadataStore::new(bucket.store.clone(), &bucket.prefix),
             broker,
             metadata_lock: tokio::sync::Mutex::new(Default::default()),
-        })
+        }))
     }
 
     /// The tiered view of a partition of this topic incarnation.

@@ -3,7 +3,7 @@
 //! continuous log across the local/remote boundary.
 
 use bytes::Bytes;
-use strata_prefetch::PrefetchError;
+use strata_prefetch::{PrefetchError, PriorityClass, ReadRequest, StreamKey};
 use strata_tiering::RemotePartition;
 
 use super::RemoteStorage;
@@ -20,22 +20,43 @@ pub enum RemoteRead {
     NotRemote,
 }
 
+/// Who is reading, for read-ahead streams and priority classes.
+#[derive(Debug, Clone)]
+pub struct Reader {
+    /// Consumer group, or the client id when the group is unknown.
+    pub name: String,
+    pub class: PriorityClass,
+}
+
 impl RemoteStorage {
     pub async fn read(
         &self,
         rp: &RemotePartition,
+        reader: &Reader,
         offset: i64,
         max_bytes: usize,
         min_one: bool,
     ) -> Result<RemoteRead, PrefetchError> {
         let m = rp.manifest();
         let offset = offset.max(m.log_start_offset);
-        let Some(seg) = m.segment_for_offset(offset) else {
+        let i = m.segments.partition_point(|s| s.last_offset < offset);
+        if i >= m.segments.len() {
             return Ok(RemoteRead::NotRemote);
+        }
+        let req = ReadRequest {
+            stream: StreamKey {
+                reader: reader.name.clone(),
+                topic: rp.topic.clone(),
+                partition: rp.partition,
+            },
+            class: reader.class,
+            // Read-ahead may continue into the following segments.
+            segments: m.segments[i..].iter().take(8).cloned().collect(),
+            offset,
+            max_bytes,
+            min_one,
         };
-        Ok(RemoteRead::Records(
-            self.reader.read(seg, offset, max_bytes, min_one).await?,
-        ))
+        Ok(RemoteRead::Records(self.prefetcher.read(req).await?))
     }
 
     /// The first record at or after `timestamp` if it lies in a remote
@@ -53,7 +74,11 @@ impl RemoteStorage {
         if seg.base_offset >= local_start {
             return Ok(None);
         }
-        let Some((_, batch)) = self.reader.batch_at_timestamp(seg, timestamp).await? else {
+        let Some((_, batch)) = self
+            .prefetcher
+            .batch_at_timestamp(seg.clone(), timestamp)
+            .await?
+        else {
             return Ok(None);
         };
         Ok(first_record_in_batch(batch, i64::MAX, |t| t >= timestamp)
@@ -78,7 +103,11 @@ impl RemoteStorage {
             return Ok(None);
         };
         let target = seg.max_timestamp;
-        let Some((_, batch)) = self.reader.batch_at_timestamp(seg, target).await? else {
+        let Some((_, batch)) = self
+            .prefetcher
+            .batch_at_timestamp(seg.clone(), target)
+            .await?
+        else {
             return Ok(None);
         };
         Ok(first_record_in_batch(batch, i64::MAX, |t| t == target))

@@ -143,8 +143,12 @@ pub async fn prepare(mut req: Request, broker: &Arc<Broker>) -> Prepared {
                 Err(e) => return Prepared::Ready(Err(e)),
             };
             let b = broker.clone();
+            let client = handlers::fetch::Client {
+                client_id: req.header.client_id.as_deref().unwrap_or("").to_string(),
+                host: format!("/{}", req.peer),
+            };
             Prepared::Deferred(Box::pin(async move {
-                let resp = handlers::fetch::handle(r, version, &b).await;
+                let resp = handlers::fetch::handle_for(r, version, &b, &client).await;
                 encode_response(cid, version, &resp).map(Some)
             }))
         }

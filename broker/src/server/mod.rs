@@ -16,6 +16,7 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::config::dynamic::DynamicConfigs;
 use crate::config::BrokerConfig;
 use crate::group::GroupCoordinator;
 use crate::log_manager::LogManager;
@@ -33,6 +34,8 @@ pub struct Broker {
     pub advertised_host: String,
     pub advertised_port: i32,
     pub max_request_bytes: usize,
+    /// Broker settings changed at run time.
+    pub dynamic: Arc<DynamicConfigs>,
     /// Tiered storage (None when `remote.log.storage.system.enable` is off).
     pub remote: Option<Arc<RemoteStorage>>,
 }

@@ -40,6 +40,7 @@ fn broker(dir: &std::path::Path) -> Broker {
         config,
         node_id: 0,
         remote: None,
+        dynamic: Arc::new(crate::config::dynamic::DynamicConfigs::in_memory()),
         advertised_host: "127.0.0.1".into(),
         advertised_port: 9092,
         max_request_bytes: 1 << 20,

@@ -1,6 +1,7 @@
 //! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics
 //! (dynamic, persisted, effective immediately) and the broker (described;
-//! static — changed with `--set` and a restart).
+//! static — changed with `--set` and a restart — except the few dynamic
+//! settings in `DYNAMIC_BROKER_CONFIGS`, persisted and applied at once).
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -13,7 +14,10 @@ use kafka_protocol::ResponseError;
 
 use super::topics::error_code;
 use super::{blocking, s};
-use crate::config::{self, ConfigDef, ConfigSource, ConfigType, BROKER_CONFIGS, TOPIC_CONFIGS};
+use crate::config::{
+    self, ConfigDef, ConfigSource, ConfigType, BROKER_CONFIGS, DYNAMIC_BROKER_CONFIGS,
+    TOPIC_CONFIGS,
+};
 use crate::log_manager::TopicError;
 use crate::server::Broker;
 
@@ -90,8 +94,14 @@ pub async fn describe_configs(
                     )));
                 } else {
                     for d in BROKER_CONFIGS.iter().filter(|d| keep(d)) {
-                        let value = b.config.value(d.name);
+                        let dynamic = DYNAMIC_BROKER_CONFIGS.contains(&d.name);
+                        let (value, source) = b.dynamic.value(&b.config, d.name);
                         let value = (!value.is_empty()).then_some(value);
+                        if source == ConfigSource::DynamicBrokerConfig {
+                            let syns = vec![synonym(d.name, value.clone(), source)];
+                            out.configs.push(entry(d, value, source, syns, false));
+                            continue;
+                        }
                         let (source, syns) = if b.config.is_explicit(d.name) {
                             (
                                 ConfigSource::StaticBrokerConfig,
@@ -107,7 +117,7 @@ pub async fn describe_configs(
                                 vec![synonym(d.name, value.clone(), ConfigSource::DefaultConfig)],
                             )
                         };
-                        out.configs.push(entry(d, value, source, syns, true));
+                        out.configs.push(entry(d, value, source, syns, !dynamic));
                     }
                 }
             }
@@ -172,7 +182,10 @@ fn resource_result(
 fn broker_is_static() -> (ResponseError, String) {
     (
         ResponseError::InvalidRequest,
-        "broker settings are static in Strata: change them with --set or the config file and restart".into(),
+        format!(
+            "only {} can change at run time; other broker settings are static in Strata: change them with --set or the config file and restart",
+            DYNAMIC_BROKER_CONFIGS.join(", ")
+        ),
     )
 }
 
@@ -222,7 +235,39 @@ async fn alter_resource(
             let overrides = compute(topic.overrides())?;
             apply(b, resource_name.to_string(), overrides, validate_only).await
         }
-        RESOURCE_BROKER => Err(broker_is_static()),
+        RESOURCE_BROKER => {
+            if !resource_name.is_empty() && resource_name != b.node_id.to_string() {
+                return Err((
+                    ResponseError::InvalidRequest,
+                    format!(
+                        "Unexpected broker id {resource_name}; this is broker {}",
+                        b.node_id
+                    ),
+                ));
+            }
+            let values = compute(b.dynamic.values())?;
+            for (k, v) in &values {
+                if !DYNAMIC_BROKER_CONFIGS.contains(&k.as_str()) {
+                    return Err(broker_is_static());
+                }
+                let def = config::broker_def(k).ok_or_else(broker_is_static)?;
+                def.validate(v)
+                    .map_err(|m| (ResponseError::InvalidConfig, m))?;
+            }
+            if validate_only {
+                return Ok(());
+            }
+            b.dynamic
+                .replace(values)
+                .map_err(|e| (ResponseError::KafkaStorageError, e.to_string()))?;
+            if let Some(r) = &b.remote {
+                r.prefetcher
+                    .budget()
+                    .set_policy(b.dynamic.class_policy(&b.config));
+            }
+            tracing::info!(settings = ?b.dynamic.values(), "updated dynamic broker settings");
+            Ok(())
+        }
         other => Err((
             ResponseError::InvalidRequest,
             format!("Unsupported resource type {other}"),
@@ -292,7 +337,7 @@ pub async fn incremental_alter_configs(
             res.resource_type,
             &res.resource_name,
             req.validate_only,
-            |current| incremental(current, &res.configs),
+            |current| incremental(current, &res.configs, res.resource_type),
         )
         .await;
         r.responses.push(resource_response!(
@@ -308,6 +353,7 @@ pub async fn incremental_alter_configs(
 fn incremental(
     mut overrides: BTreeMap<String, String>,
     ops: &[kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig],
+    resource_type: i8,
 ) -> Result<BTreeMap<String, String>, (ResponseError, String)> {
     let mut seen = HashSet::new();
     for op in ops {
@@ -318,12 +364,18 @@ fn incremental(
                 format!("Duplicate config key {name} in request"),
             ));
         }
-        let def = config::topic_def(&name).ok_or_else(|| {
-            (
-                ResponseError::InvalidConfig,
-                format!("Unknown topic config name: {name}"),
-            )
-        })?;
+        let def = if resource_type == RESOURCE_BROKER {
+            config::broker_def(&name)
+                .filter(|d| DYNAMIC_BROKER_CONFIGS.contains(&d.name))
+                .ok_or_else(broker_is_static)?
+        } else {
+            config::topic_def(&name).ok_or_else(|| {
+                (
+                    ResponseError::InvalidConfig,
+                    format!("Unknown topic config name: {name}"),
+                )
+            })?
+        };
         let value = op.value.as_ref().map(|v| v.to_string());
         match op.config_operation {
             OP_SET => {

@@ -5,7 +5,9 @@
 //! As in Kafka (KIP-74), the first batch of the first partition with data is
 //! returned even if it exceeds the limits, so a consumer can always progress.
 //! Offsets below the local log start are read from the object store
-//! (`crate::remote::reads`), so consumers see one continuous log.
+//! through the historical read path (`crate::remote::reads`,
+//! `strata-prefetch`), all such partitions of a fetch together, waiting for
+//! them at most the fetch's `max_wait_ms`; consumers see one continuous log.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +24,7 @@ use strata_prefetch::PrefetchError;
 use strata_tiering::RemotePartition;
 
 use crate::log::{LogError, PartitionLog, ReadResult};
-use crate::remote::reads::RemoteRead;
+use crate::remote::reads::{Reader, RemoteRead};
 use crate::server::Broker;
 
 struct Target {
@@ -35,6 +37,16 @@ struct Target {
 }
 
 pub async fn handle(req: FetchRequest, version: i16, b: &Broker) -> FetchResponse {
+    handle_for(req, version, b, &Client::default()).await
+}
+
+/// Fetch on behalf of `client`.
+pub async fn handle_for(
+    req: FetchRequest,
+    version: i16,
+    b: &Broker,
+    client: &Client,
+) -> FetchResponse {
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
     let response_max = if req.max_bytes <= 0 {
         usize::MAX
@@ -70,7 +82,7 @@ pub async fn handle(req: FetchRequest, version: i16, b: &Broker) -> FetchRespons
             .filter_map(|t| t.log.as_ref().map(|l| l.subscribe()))
             .collect();
         let (partitions, total, any_error) =
-            read_all(b, &targets, response_max, read_committed).await;
+            read_all(b, client, &targets, response_max, read_committed, deadline).await;
         if total >= min_bytes || any_error || Instant::now() >= deadline || watchers.is_empty() {
             return build(names, &targets, partitions, version);
         }
@@ -79,29 +91,86 @@ pub async fn handle(req: FetchRequest, version: i16, b: &Broker) -> FetchRespons
             .await
             .is_err()
         {
-            let (partitions, _, _) = read_all(b, &targets, response_max, read_committed).await;
+            let (partitions, _, _) =
+                read_all(b, client, &targets, response_max, read_committed, deadline).await;
             return build(names, &targets, partitions, version);
         }
     }
 }
 
+/// Who sent the fetch (for read-ahead streams and priority classes).
+#[derive(Debug, Clone, Default)]
+pub struct Client {
+    pub client_id: String,
+    /// `/<ip>`, as the group coordinator records members' hosts.
+    pub host: String,
+}
+
+/// Remote reads wait for data at least this long, even when the fetch's
+/// own wait is shorter, so `fetch.wait.max.ms=0` consumers still progress.
+const MIN_REMOTE_WAIT: Duration = Duration::from_millis(100);
+
+fn base_data(t: &Target, read_committed: bool) -> PartitionData {
+    let mut pd = PartitionData::default();
+    pd.partition_index = t.partition;
+    pd.high_watermark = -1;
+    pd.last_stable_offset = -1;
+    pd.log_start_offset = -1;
+    pd.preferred_read_replica = BrokerId(-1);
+    pd.aborted_transactions = read_committed.then(Vec::new);
+    pd
+}
+
+fn fill(pd: &mut PartitionData, read: ReadResult) -> usize {
+    pd.high_watermark = read.high_watermark;
+    pd.last_stable_offset = read.high_watermark;
+    pd.log_start_offset = read.log_start_offset;
+    let n = read.records.len();
+    pd.records = Some(read.records);
+    n
+}
+
+fn remote_result(log: &PartitionLog, records: Bytes) -> ReadResult {
+    ReadResult {
+        records,
+        high_watermark: log.high_watermark(),
+        log_start_offset: log.log_start_offset(),
+    }
+}
+
+fn out_of_range(pd: &mut PartitionData, log: &PartitionLog) {
+    pd.error_code = ResponseError::OffsetOutOfRange.code();
+    pd.high_watermark = log.high_watermark();
+    pd.last_stable_offset = pd.high_watermark;
+    pd.log_start_offset = log.log_start_offset();
+    pd.records = Some(Bytes::new());
+}
+
+fn storage_error(pd: &mut PartitionData, log: &PartitionLog) {
+    pd.error_code = ResponseError::KafkaStorageError.code();
+    pd.high_watermark = log.high_watermark();
+    pd.last_stable_offset = pd.high_watermark;
+    pd.log_start_offset = log.log_start_offset();
+}
+
+/// Reads every partition: local ones at once; those below the local log
+/// start together through the historical read path, waiting for them at
+/// most until `deadline` (what is not ready then is returned empty and
+/// keeps loading into the cache for the next fetch).
 async fn read_all(
     b: &Broker,
+    client: &Client,
     targets: &[Target],
     response_max: usize,
     read_committed: bool,
+    deadline: Instant,
 ) -> (Vec<PartitionData>, usize, bool) {
     let mut out = Vec::with_capacity(targets.len());
     let mut total = 0usize;
     let mut any_error = false;
-    for t in targets {
-        let mut pd = PartitionData::default();
-        pd.partition_index = t.partition;
-        pd.high_watermark = -1;
-        pd.last_stable_offset = -1;
-        pd.log_start_offset = -1;
-        pd.preferred_read_replica = BrokerId(-1);
-        pd.aborted_transactions = read_committed.then(Vec::new);
+    let mut remote_pending: Vec<usize> = Vec::new();
+    for (i, t) in targets.iter().enumerate() {
+        let mut pd = base_data(t, read_committed);
         let Some(log) = &t.log else {
             pd.error_code = ResponseError::UnknownTopicOrPartition.code();
             any_error = true;
@@ -110,72 +179,107 @@ async fn read_all(
         };
         let remaining = response_max.saturating_sub(total);
         let limit = t.max_bytes.min(remaining);
-        match read_partition(b, t, log, limit, total == 0).await {
-            Ok(read) => {
-                pd.high_watermark = read.high_watermark;
-                pd.last_stable_offset = read.high_watermark;
-                pd.log_start_offset = read.log_start_offset;
-                total += read.records.len();
-                pd.records = Some(read.records);
+        match log.read(t.fetch_offset, limit, total == 0) {
+            Ok(read) => total += fill(&mut pd, read),
+            Err(LogError::OffsetOutOfRange { .. })
+                if t.remote.is_some()
+                    && b.remote.is_some()
+                    && t.fetch_offset < log.local_log_start_offset()
+                    && t.fetch_offset >= log.log_start_offset() =>
+            {
+                remote_pending.push(i);
             }
             Err(LogError::OffsetOutOfRange { .. }) => {
-                pd.error_code = ResponseError::OffsetOutOfRange.code();
-                pd.high_watermark = log.high_watermark();
-                pd.last_stable_offset = pd.high_watermark;
-                pd.log_start_offset = log.log_start_offset();
-                pd.records = Some(Bytes::new());
+                out_of_range(&mut pd, log);
                 any_error = true;
             }
             Err(e) => {
                 tracing::error!(topic = %log.topic(), partition = t.partition, error = %e, "fetch read failed");
-                pd.error_code = ResponseError::KafkaStorageError.code();
+                storage_error(&mut pd, log);
                 any_error = true;
             }
         }
         out.push(pd);
     }
-    (out, total, any_error)
-}
-
-/// Reads one partition: locally, or from the object store below the local
-/// log start.
-async fn read_partition(
-    b: &Broker,
-    t: &Target,
-    log: &PartitionLog,
-    limit: usize,
-    min_one: bool,
-) -> Result<ReadResult, LogError> {
-    let local = log.read(t.fetch_offset, limit, min_one);
-    let (Err(LogError::OffsetOutOfRange { .. }), Some(remote), Some(rp)) =
-        (&local, &b.remote, &t.remote)
-    else {
-        return local;
+    let Some(remote) = &b.remote else {
+        return (out, total, any_error);
     };
-    let local_start = log.local_log_start_offset();
-    if t.fetch_offset >= local_start || t.fetch_offset < log.log_start_offset() {
-        return local;
+    if remote_pending.is_empty() {
+        return (out, total, any_error);
     }
-    match remote.read(rp, t.fetch_offset, limit, min_one).await {
-        Ok(RemoteRead::Records(records)) => Ok(ReadResult {
-            records,
-            high_watermark: log.high_watermark(),
-            log_start_offset: log.log_start_offset(),
-        }),
-        // A gap no segment covers (left while remote storage was off):
-        // continue where the local log starts, as a compacted log would.
-        Ok(RemoteRead::NotRemote) => log.read(local_start, limit, min_one),
-        Err(PrefetchError::NotFound(key)) => {
-            tracing::info!(topic = %log.topic(), partition = t.partition, key = %key,
-                "remote segment removed by retention during a fetch");
-            local
-        }
-        Err(e) => {
-            tracing::warn!(topic = %log.topic(), partition = t.partition, offset = t.fetch_offset,
-                error = %e, "remote read failed");
-            Err(LogError::Io(std::io::Error::other(e.to_string())))
+    // Start every remote read at once.
+    let policy = remote.prefetcher.budget().policy();
+    let mut budget = response_max.saturating_sub(total);
+    let mut reads = Vec::with_capacity(remote_pending.len());
+    for (n, &i) in remote_pending.iter().enumerate() {
+        let t = &targets[i];
+        let (Some(log), Some(rp)) = (&t.log, t.remote.clone()) else {
+            continue;
+        };
+        let limit = t.max_bytes.min(budget);
+        budget = budget.saturating_sub(limit);
+        let min_one = total == 0 && n == 0;
+        let group =
+            b.groups
+                .group_of_reader(&client.client_id, &client.host, log.topic(), t.partition);
+        let reader = Reader {
+            class: policy.class_of(group.as_deref(), &client.client_id),
+            name: group.unwrap_or_else(|| format!("client:{}", client.client_id)),
+        };
+        let r = remote.clone();
+        let offset = t.fetch_offset;
+        reads.push((
+            i,
+            tokio::spawn(async move { r.read(&rp, &reader, offset, limit, min_one).await }),
+        ));
+    }
+    let wait_until = deadline.max(Instant::now() + MIN_REMOTE_WAIT);
+    for (i, handle) in reads {
+        let t = &targets[i];
+        let Some(log) = &t.log else { continue };
+        let pd = &mut out[i];
+        match tokio::time::timeout_at(wait_until, handle).await {
+            // Not ready yet: an empty answer; the read goes on into the
+            // cache and the client asks again.
+            Err(_) => {
+                fill(pd, remote_result(log, Bytes::new()));
+            }
+            Ok(Ok(Ok(RemoteRead::Records(records)))) => {
+                total += fill(pd, remote_result(log, records));
+            }
+            Ok(Ok(Ok(RemoteRead::NotRemote))) => {
+                // A gap no segment covers (left while remote storage was
+                // off): continue where the local log starts, as a
+                // compacted log would.
+                let limit = t.max_bytes.min(response_max.saturating_sub(total));
+                match log.read(log.local_log_start_offset(), limit, total == 0) {
+                    Ok(read) => total += fill(pd, read),
+                    Err(_) => {
+                        out_of_range(pd, log);
+                        any_error = true;
+                    }
+                }
+            }
+            Ok(Ok(Err(PrefetchError::NotFound(key)))) => {
+                tracing::info!(topic = %log.topic(), partition = t.partition, key = %key,
+                    "remote segment removed by retention during a fetch");
+                out_of_range(pd, log);
+                any_error = true;
+            }
+            Ok(Ok(Err(e))) => {
+                tracing::warn!(topic = %log.topic(), partition = t.partition, offset = t.fetch_offset,
+                    error = %e, "remote read failed; the client will retry");
+                storage_error(pd, log);
+                any_error = true;
+            }
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "remote read task failed");
+                storage_error(pd, log);
+                any_error = true;
+            }
         }
     }
+    (out, total, any_error)
 }
 
 fn build(

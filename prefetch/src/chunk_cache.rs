@@ -1,0 +1,73 @@
+//! The shared cache of segment chunks: `foyer`'s hybrid cache (memory, and
+//! local disk when configured), keyed by (object, chunk index). Segment
+//! objects never change under a key (keys carry base offset and writer
+//! epoch), so entries never need invalidation. Concurrent requests for the
+//! same chunk share one GET (foyer merges them).
+
+use std::path::Path;
+
+use bytes::Bytes;
+use foyer::{
+    BlockEngineConfig, Code, DeviceBuilder, FsDeviceBuilder, HybridCache, HybridCacheBuilder,
+};
+
+use crate::error::PrefetchError;
+
+/// One chunk of one segment object.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ChunkKey {
+    pub object: String,
+    pub index: u64,
+}
+
+impl Code for ChunkKey {
+    fn encode(&self, writer: &mut impl std::io::Write) -> foyer::Result<()> {
+        self.object.encode(writer)?;
+        self.index.encode(writer)
+    }
+    fn decode(reader: &mut impl std::io::Read) -> foyer::Result<Self> {
+        Ok(ChunkKey {
+            object: String::decode(reader)?,
+            index: u64::decode(reader)?,
+        })
+    }
+    fn estimated_size(&self) -> usize {
+        self.object.estimated_size() + 8
+    }
+}
+
+pub type ChunkCache = HybridCache<ChunkKey, Bytes>;
+
+/// Builds the cache: `memory_bytes` of memory, plus `disk_bytes` under
+/// `dir` (if both are set).
+pub async fn build(
+    memory_bytes: usize,
+    disk_bytes: usize,
+    dir: Option<&Path>,
+) -> Result<ChunkCache, PrefetchError> {
+    let builder = HybridCacheBuilder::new()
+        .with_name("strata-remote-chunks")
+        .memory(memory_bytes.max(1))
+        .with_weighter(|k: &ChunkKey, v: &Bytes| k.object.len() + v.len())
+        .storage();
+    let cache = match dir {
+        Some(dir) if disk_bytes > 0 => {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                PrefetchError::Cache(format!(
+                    "cannot create cache directory {}: {e}",
+                    dir.display()
+                ))
+            })?;
+            let device = FsDeviceBuilder::new(dir)
+                .with_capacity(disk_bytes)
+                .build()
+                .map_err(|e| PrefetchError::Cache(e.to_string()))?;
+            builder
+                .with_engine_config(BlockEngineConfig::new(device))
+                .build()
+                .await
+        }
+        _ => builder.build().await,
+    };
+    cache.map_err(|e| PrefetchError::Cache(e.to_string()))
+}

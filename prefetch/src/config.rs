@@ -1,0 +1,46 @@
+//! Settings of the historical read path (broker names in parentheses; see
+//! `docs/prefetch.md` for how the defaults were chosen).
+
+use std::path::PathBuf;
+
+#[derive(Debug, Clone)]
+pub struct PrefetchConfig {
+    /// Size of one ranged GET and one cache entry (`remote.fetch.chunk.bytes`).
+    pub chunk_bytes: usize,
+    /// GETs in flight at once, all streams together
+    /// (`remote.fetch.max.concurrent.gets`).
+    pub max_concurrent_gets: usize,
+    /// Bytes of GETs in flight at once (`remote.fetch.max.bytes.in.flight`).
+    pub max_bytes_in_flight: usize,
+    /// Read-ahead window of a stream that just turned sequential, in chunks.
+    pub readahead_min_chunks: usize,
+    /// Largest read-ahead window (`remote.fetch.readahead.max.chunks`).
+    pub readahead_max_chunks: usize,
+    /// Memory for cached chunks (`remote.fetch.cache.memory.bytes`).
+    pub memory_cache_bytes: usize,
+    /// Local disk for cached chunks (`remote.fetch.cache.disk.bytes`; 0: none).
+    pub disk_cache_bytes: usize,
+    /// Directory of the disk cache (under the data dir).
+    pub disk_cache_dir: Option<PathBuf>,
+    /// Threads of the prefetch runtime (`remote.fetch.threads`).
+    pub threads: usize,
+    /// Memory for cached segment indexes (`remote.log.index.cache.total.size.bytes`).
+    pub index_cache_bytes: usize,
+}
+
+impl Default for PrefetchConfig {
+    fn default() -> Self {
+        PrefetchConfig {
+            chunk_bytes: 4 << 20,
+            max_concurrent_gets: 32,
+            max_bytes_in_flight: 256 << 20,
+            readahead_min_chunks: 2,
+            readahead_max_chunks: 16,
+            memory_cache_bytes: 256 << 20,
+            disk_cache_bytes: 0,
+            disk_cache_dir: None,
+            threads: 2,
+            index_cache_bytes: 64 << 20,
+        }
+    }
+}

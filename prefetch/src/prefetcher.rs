@@ -1,0 +1,496 @@
+//! `Prefetcher`: the historical read path. Serves reads below the local
+//! log start from segment objects, through a shared chunk cache, with
+//! read-ahead per reading stream and a GET budget shared by priority
+//! classes — all on its own runtime, so object-store latency and catch-up
+//! traffic never occupy the broker's request tasks.
+//!
+//! A read finds the position of its offset in the segment's offset index,
+//! then walks the chunks from there, cutting whole batches on their headers
+//! (never decoding them) up to `max_bytes`. Each read also moves its
+//! stream's read-ahead window: while a stream reads sequentially the window
+//! doubles up to `readahead_max_chunks`, and chunks up to its end
+//! (following into the next segments) are requested in the background; a
+//! jump resets it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
+use strata_catalog::RemoteSegment;
+
+use crate::batch_frame::{self, Frame, HEADER_LEN};
+use crate::budget::GetBudget;
+use crate::chunk_cache::{self, ChunkCache, ChunkKey};
+use crate::classes::{ClassPolicy, PriorityClass};
+use crate::config::PrefetchConfig;
+use crate::error::PrefetchError;
+use crate::index;
+use crate::index_cache::IndexCache;
+use crate::stats::PrefetchStats;
+
+/// Who reads: consumer group (or client), topic, partition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StreamKey {
+    pub reader: String,
+    pub topic: String,
+    pub partition: i32,
+}
+
+/// One fetch of one partition below the local log start.
+#[derive(Debug, Clone)]
+pub struct ReadRequest {
+    pub stream: StreamKey,
+    pub class: PriorityClass,
+    /// The segment holding `offset`, then the following remote segments
+    /// (where read-ahead may continue).
+    pub segments: Vec<RemoteSegment>,
+    pub offset: i64,
+    pub max_bytes: usize,
+    pub min_one: bool,
+}
+
+#[derive(Debug)]
+struct Stream {
+    /// (segment base offset, chunk) the next sequential read starts in.
+    last: (i64, u64),
+    window: usize,
+    /// Read-ahead was requested up to here (inclusive).
+    ahead_to: Option<(i64, u64)>,
+    used: Instant,
+}
+
+/// Holds the dedicated runtime; shut down without blocking when dropped.
+#[derive(Debug)]
+struct OwnedRuntime(Option<tokio::runtime::Runtime>);
+
+impl Drop for OwnedRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Prefetcher {
+    store: Arc<dyn ObjectStore>,
+    cfg: PrefetchConfig,
+    cache: ChunkCache,
+    budget: Arc<GetBudget>,
+    indexes: IndexCache,
+    streams: Mutex<HashMap<StreamKey, Stream>>,
+    pub stats: Arc<PrefetchStats>,
+    handle: tokio::runtime::Handle,
+    _runtime: OwnedRuntime,
+}
+
+impl Prefetcher {
+    /// Builds the prefetcher with its own runtime of `cfg.threads` threads.
+    pub async fn new(
+        store: Arc<dyn ObjectStore>,
+        cfg: PrefetchConfig,
+        policy: ClassPolicy,
+    ) -> Result<Arc<Self>, PrefetchError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(cfg.threads.max(1))
+            .thread_name("strata-prefetch")
+            .enable_all()
+            .build()
+            .map_err(|e| PrefetchError::Runtime(e.to_string()))?;
+        let handle = runtime.handle().clone();
+        let (mem, disk, dir) = (
+            cfg.memory_cache_bytes,
+            cfg.disk_cache_bytes,
+            cfg.disk_cache_dir.clone(),
+        );
+        let cache = handle
+            .spawn(async move { chunk_cache::build(mem, disk, dir.as_deref()).await })
+            .await
+            .map_err(|e| PrefetchError::Runtime(e.to_string()))??;
+        Ok(Arc::new(Prefetcher {
+            store,
+            budget: GetBudget::new(cfg.max_concurrent_gets, cfg.max_bytes_in_flight, policy),
+            indexes: IndexCache::new(cfg.index_cache_bytes),
+            cfg,
+            cache,
+            streams: Mutex::new(HashMap::new()),
+            stats: Arc::new(PrefetchStats::default()),
+            handle,
+            _runtime: OwnedRuntime(Some(runtime)),
+        }))
+    }
+
+    pub fn config(&self) -> &PrefetchConfig {
+        &self.cfg
+    }
+
+    pub fn budget(&self) -> &Arc<GetBudget> {
+        &self.budget
+    }
+
+    /// Sum of the read-ahead windows of streams active in the last minute.
+    pub fn readahead_depth(&self) -> usize {
+        let streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        streams
+            .values()
+            .filter(|s| s.used.elapsed() < Duration::from_secs(60))
+            .map(|s| s.window)
+            .sum()
+    }
+
+    /// Whole batches from `req.offset` (or the first after it) within
+    /// `req.max_bytes`, read on the prefetch runtime.
+    pub async fn read(self: &Arc<Self>, req: ReadRequest) -> Result<Bytes, PrefetchError> {
+        let me = self.clone();
+        let started = Instant::now();
+        let out = self
+            .handle
+            .spawn(async move { me.read_here(req).await })
+            .await
+            .map_err(|e| PrefetchError::Runtime(e.to_string()))?;
+        PrefetchStats::add(&self.stats.reads, 1);
+        PrefetchStats::add(
+            &self.stats.read_wait_micros,
+            started.elapsed().as_micros() as u64,
+        );
+        if let Ok(b) = &out {
+            PrefetchStats::add(&self.stats.bytes_read, b.len() as u64);
+        }
+        out
+    }
+
+    async fn read_here(self: Arc<Self>, req: ReadRequest) -> Result<Bytes, PrefetchError> {
+        let Some(seg) = req.segments.first() else {
+            return Ok(Bytes::new());
+        };
+        let idx = self.index_object(&seg.index_key).await?;
+        let start = index::position_for_offset(&idx, req.offset - seg.base_offset);
+        self.advance_stream(&req, start / self.chunk_bytes());
+        let mut cur = ChunkCursor::new(&self, seg, req.class, start);
+        let mut out = BytesMut::new();
+        while let Some(f) = cur.next().await? {
+            if f.last_offset < req.offset {
+                cur.skip(&f);
+                continue;
+            }
+            let fits = out.len() + f.size <= req.max_bytes;
+            if !(fits || out.is_empty() && req.min_one) {
+                break;
+            }
+            out.extend_from_slice(&cur.take(&f));
+            if out.len() >= req.max_bytes {
+                break;
+            }
+        }
+        Ok(out.freeze())
+    }
+
+    /// The first batch of `seg` whose max timestamp is at or after
+    /// `timestamp`, with its bytes, if any.
+    pub async fn batch_at_timestamp(
+        self: &Arc<Self>,
+        seg: RemoteSegment,
+        timestamp: i64,
+    ) -> Result<Option<(Frame, Bytes)>, PrefetchError> {
+        let me = self.clone();
+        self.handle
+            .spawn(async move {
+                let tidx = me.index_object(&seg.time_index_key).await?;
+                let rel = index::offset_for_timestamp(&tidx, timestamp);
+                let idx = me.index_object(&seg.index_key).await?;
+                let start = index::position_for_offset(&idx, rel);
+                let mut cur = ChunkCursor::new(&me, &seg, PriorityClass::Critical, start);
+                while let Some(f) = cur.next().await? {
+                    if f.max_timestamp >= timestamp {
+                        return Ok(Some((f, cur.take(&f))));
+                    }
+                    cur.skip(&f);
+                }
+                Ok(None)
+            })
+            .await
+            .map_err(|e| PrefetchError::Runtime(e.to_string()))?
+    }
+
+    fn chunk_bytes(&self) -> u64 {
+        self.cfg.chunk_bytes.max(4096) as u64
+    }
+
+    async fn index_object(&self, key: &str) -> Result<Bytes, PrefetchError> {
+        if let Some(b) = self.indexes.get(key) {
+            return Ok(b);
+        }
+        let bytes = self.store.get(&Path::from(key)).await?.bytes().await?;
+        self.indexes.put(key, bytes.clone());
+        Ok(bytes)
+    }
+
+    /// One chunk of a segment object, from the cache or one shared GET.
+    async fn chunk(
+        &self,
+        seg: &RemoteSegment,
+        index: u64,
+        class: PriorityClass,
+    ) -> Result<Bytes, PrefetchError> {
+        let cb = self.chunk_bytes();
+        let start = index * cb;
+        if start >= seg.size_bytes {
+            return Ok(Bytes::new());
+        }
+        let end = (start + cb).min(seg.size_bytes);
+        let key = ChunkKey {
+            object: seg.log_key.clone(),
+            index,
+        };
+        let (store, budget, stats) = (self.store.clone(), self.budget.clone(), self.stats.clone());
+        let path = Path::from(seg.log_key.as_str());
+        let missed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let m = missed.clone();
+        let entry = self
+            .cache
+            .get_or_fetch(&key, move || async move {
+                m.store(true, std::sync::atomic::Ordering::Relaxed);
+                let _permit = budget.acquire(class, (end - start) as usize).await;
+                let t0 = Instant::now();
+                let got = store.get_range(&path, start..end).await;
+                PrefetchStats::add(&stats.gets, 1);
+                PrefetchStats::add(&stats.get_micros, t0.elapsed().as_micros() as u64);
+                match got {
+                    Ok(b) if b.len() as u64 == end - start => {
+                        PrefetchStats::add(&stats.get_bytes, b.len() as u64);
+                        Ok(b)
+                    }
+                    Ok(b) => {
+                        PrefetchStats::add(&stats.get_errors, 1);
+                        Err(anyhow::Error::new(PrefetchError::Corrupt {
+                            key: path.to_string(),
+                            position: start,
+                            message: format!("short read: {} of {} bytes", b.len(), end - start),
+                        }))
+                    }
+                    Err(e) => {
+                        PrefetchStats::add(&stats.get_errors, 1);
+                        Err(anyhow::Error::new(PrefetchError::from(e)))
+                    }
+                }
+            })
+            .await;
+        if missed.load(std::sync::atomic::Ordering::Relaxed) {
+            PrefetchStats::add(&self.stats.cache_misses, 1);
+        } else {
+            PrefetchStats::add(&self.stats.cache_hits, 1);
+        }
+        match entry {
+            Ok(e) => Ok(e.value().clone()),
+            Err(e) => Err(match e.downcast_ref::<PrefetchError>() {
+                Some(PrefetchError::NotFound(k)) => PrefetchError::NotFound(k.clone()),
+                Some(other) => PrefetchError::Fetch(other.to_string()),
+                None => PrefetchError::Fetch(e.to_string()),
+            }),
+        }
+    }
+
+    /// Moves the stream's read-ahead window and requests the chunks it now
+    /// covers in the background.
+    fn advance_stream(self: &Arc<Self>, req: &ReadRequest, chunk: u64) {
+        let Some(seg) = req.segments.first() else {
+            return;
+        };
+        let here = (seg.base_offset, chunk);
+        let (from, to) = {
+            let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+            if streams.len() > 4096 {
+                streams.retain(|_, s| s.used.elapsed() < Duration::from_secs(60));
+            }
+            let min = self.cfg.readahead_min_chunks.max(1);
+            let max = self.cfg.readahead_max_chunks.max(min);
+            let s = streams.entry(req.stream.clone()).or_insert(Stream {
+                last: (i64::MIN, 0),
+                window: 0,
+                ahead_to: None,
+                used: Instant::now(),
+            });
+            let next_of_last = self.successor(&req.segments, s.last);
+            let sequential = s.last == here || next_of_last == Some(here);
+            if sequential {
+                s.window = (s.window * 2).clamp(min, max);
+            } else {
+                s.window = min;
+                s.ahead_to = None;
+            }
+            s.last = here;
+            s.used = Instant::now();
+            // Request (ahead_to, here + window].
+            let from = match s.ahead_to {
+                Some(a) if a >= here => a,
+                _ => here,
+            };
+            let to = self.nth_after(&req.segments, here, s.window);
+            if let Some(t) = to {
+                if s.ahead_to.is_none_or(|a| t > a) {
+                    s.ahead_to = Some(t);
+                }
+            }
+            (from, to)
+        };
+        let Some(to) = to else {
+            return;
+        };
+        let mut pos = from;
+        let mut wanted = Vec::new();
+        while let Some(next) = self.successor(&req.segments, pos) {
+            if next > to {
+                break;
+            }
+            wanted.push(next);
+            pos = next;
+        }
+        for (base, c) in wanted {
+            let Some(seg) = req.segments.iter().find(|s| s.base_offset == base).cloned() else {
+                continue;
+            };
+            let me = self.clone();
+            let class = req.class;
+            PrefetchStats::add(&self.stats.readahead_chunks, 1);
+            self.handle.spawn(async move {
+                if let Err(e) = me.chunk(&seg, c, class).await {
+                    tracing::debug!(object = %seg.log_key, chunk = c, error = %e, "read-ahead failed");
+                }
+            });
+        }
+    }
+
+    fn chunks_in(&self, seg: &RemoteSegment) -> u64 {
+        seg.size_bytes.div_ceil(self.chunk_bytes())
+    }
+
+    /// The chunk after `at`, continuing into the next segment.
+    fn successor(&self, segs: &[RemoteSegment], at: (i64, u64)) -> Option<(i64, u64)> {
+        let i = segs.iter().position(|s| s.base_offset == at.0)?;
+        if at.1 + 1 < self.chunks_in(&segs[i]) {
+            return Some((at.0, at.1 + 1));
+        }
+        segs.get(i + 1).map(|s| (s.base_offset, 0))
+    }
+
+    /// The chunk `n` after `at` (or the last one there is).
+    fn nth_after(&self, segs: &[RemoteSegment], at: (i64, u64), n: usize) -> Option<(i64, u64)> {
+        let mut pos = at;
+        let mut moved = false;
+        for _ in 0..n {
+            match self.successor(segs, pos) {
+                Some(p) => {
+                    pos = p;
+                    moved = true;
+                }
+                None => break,
+            }
+        }
+        moved.then_some(pos)
+    }
+}
+
+/// Sequential batches of one segment from a start position, over chunks.
+struct ChunkCursor<'a> {
+    p: &'a Prefetcher,
+    seg: &'a RemoteSegment,
+    class: PriorityClass,
+    /// Absolute position of `buf[0]`.
+    start: u64,
+    buf: Bytes,
+    at: usize,
+}
+
+impl<'a> ChunkCursor<'a> {
+    fn new(p: &'a Prefetcher, seg: &'a RemoteSegment, class: PriorityClass, start: u64) -> Self {
+        ChunkCursor {
+            p,
+            seg,
+            class,
+            start,
+            buf: Bytes::new(),
+            at: 0,
+        }
+    }
+
+    fn corrupt(&self, message: String) -> PrefetchError {
+        PrefetchError::Corrupt {
+            key: self.seg.log_key.clone(),
+            position: self.start + self.at as u64,
+            message,
+        }
+    }
+
+    async fn next(&mut self) -> Result<Option<Frame>, PrefetchError> {
+        loop {
+            let avail = &self.buf[self.at..];
+            match batch_frame::parse(avail) {
+                Ok(Some(f)) if f.size <= avail.len() => return Ok(Some(f)),
+                Ok(Some(f)) => self.refill(f.size).await?,
+                Ok(None) => {
+                    let pos = self.start + self.at as u64;
+                    if pos >= self.seg.size_bytes {
+                        return Ok(None);
+                    }
+                    if self.seg.size_bytes - pos < HEADER_LEN as u64 {
+                        return Err(self.corrupt("truncated batch header".into()));
+                    }
+                    self.refill(HEADER_LEN).await?
+                }
+                Err(m) => return Err(self.corrupt(m)),
+            }
+        }
+    }
+
+    /// Makes at least `need` bytes from the current position available.
+    async fn refill(&mut self, need: usize) -> Result<(), PrefetchError> {
+        let from = self.start + self.at as u64;
+        if from + need as u64 > self.seg.size_bytes {
+            return Err(self.corrupt(format!(
+                "batch of {need} bytes runs past the end of the {}-byte object",
+                self.seg.size_bytes
+            )));
+        }
+        let cb = self.p.chunk_bytes();
+        let mut parts: Vec<Bytes> = Vec::new();
+        let mut have = 0usize;
+        let mut pos = from;
+        while have < need {
+            let index = pos / cb;
+            let chunk = self.p.chunk(self.seg, index, self.class).await?;
+            let off = (pos - index * cb) as usize;
+            if off >= chunk.len() {
+                return Err(self.corrupt(format!("chunk {index} ends before byte {pos}")));
+            }
+            let part = chunk.slice(off..);
+            have += part.len();
+            pos += part.len() as u64;
+            parts.push(part);
+        }
+        self.buf = if parts.len() == 1 {
+            parts.pop().unwrap_or_default()
+        } else {
+            let mut b = BytesMut::with_capacity(have);
+            for p in parts {
+                b.extend_from_slice(&p);
+            }
+            b.freeze()
+        };
+        self.start = from;
+        self.at = 0;
+        Ok(())
+    }
+
+    fn take(&mut self, f: &Frame) -> Bytes {
+        let b = self.buf.slice(self.at..self.at + f.size);
+        self.at += f.size;
+        b
+    }
+
+    fn skip(&mut self, f: &Frame) {
+        self.at += f.size;
+    }
+}

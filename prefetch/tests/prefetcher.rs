@@ -1,0 +1,387 @@
+//! The prefetcher against an in-memory object store that counts GETs and
+//! can fail them on demand: byte-for-byte reads across chunk and segment
+//! boundaries with the cache cold, warm and evicting; one GET per chunk for
+//! two readers; read-ahead; injected GET failures.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::stream::BoxStream;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult,
+};
+use strata_catalog::RemoteSegment;
+use strata_prefetch::{
+    ClassPolicy, PrefetchConfig, PrefetchError, Prefetcher, PriorityClass, ReadRequest, StreamKey,
+};
+
+/// Counts ranged GETs of `.log` objects; fails the next `fail` of them.
+#[derive(Debug, Default)]
+struct CountingStore {
+    inner: InMemory,
+    log_gets: AtomicU64,
+    fail: AtomicUsize,
+}
+
+impl fmt::Display for CountingStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CountingStore")
+    }
+}
+
+#[async_trait]
+impl ObjectStore for CountingStore {
+    async fn put_opts(
+        &self,
+        l: &Path,
+        p: PutPayload,
+        o: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        self.inner.put_opts(l, p, o).await
+    }
+    async fn put_multipart_opts(
+        &self,
+        l: &Path,
+        o: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(l, o).await
+    }
+    async fn get_opts(&self, l: &Path, o: GetOptions) -> object_store::Result<GetResult> {
+        if l.as_ref().ends_with(".log") {
+            self.log_gets.fetch_add(1, Ordering::SeqCst);
+            let failing = self
+                .fail
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+            if failing {
+                return Err(object_store::Error::Generic {
+                    store: "counting",
+                    source: "injected GET failure".into(),
+                });
+            }
+        }
+        self.inner.get_opts(l, o).await
+    }
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+    async fn copy_opts(&self, from: &Path, to: &Path, o: CopyOptions) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, o).await
+    }
+}
+
+/// A syntactically valid v2 batch header (61 bytes) plus a body.
+fn batch(base: i64, records: i32, max_ts: i64, body: usize) -> Vec<u8> {
+    let mut b = vec![0u8; 61 + body];
+    b[0..8].copy_from_slice(&base.to_be_bytes());
+    b[8..12].copy_from_slice(&((61 + body - 12) as i32).to_be_bytes());
+    b[16] = 2;
+    b[23..27].copy_from_slice(&(records - 1).to_be_bytes());
+    b[35..43].copy_from_slice(&max_ts.to_be_bytes());
+    for (i, x) in b[61..].iter_mut().enumerate() {
+        *x = (base as usize + i) as u8;
+    }
+    b
+}
+
+/// Segments of 50 batches of 10 records (bodies of varying size), indexed
+/// every 8 KiB. Returns the catalog entries and every batch in order.
+async fn segments(
+    store: &Arc<dyn ObjectStore>,
+    count: i64,
+) -> (Vec<RemoteSegment>, Vec<(i64, Vec<u8>)>) {
+    let mut segs = Vec::new();
+    let mut all = Vec::new();
+    for s in 0..count {
+        let base = 1000 + s * 500;
+        let (mut log, mut idx, mut tidx) = (Vec::new(), Vec::new(), Vec::new());
+        let mut last_indexed: Option<usize> = None;
+        for i in 0..50i64 {
+            let off = base + i * 10;
+            let b = batch(off, 10, off, 700 + (i as usize * 37) % 900);
+            if last_indexed.is_none_or(|l| log.len() - l >= 8192) {
+                idx.extend_from_slice(&((off - base) as u32).to_be_bytes());
+                idx.extend_from_slice(&(log.len() as u32).to_be_bytes());
+                tidx.extend_from_slice(&off.to_be_bytes());
+                tidx.extend_from_slice(&((off - base) as u32).to_be_bytes());
+                last_indexed = Some(log.len());
+            }
+            log.extend_from_slice(&b);
+            all.push((off, b));
+        }
+        let key = |k: &str| format!("t/0/{base:020}.{k}");
+        for (k, v) in [("log", &log), ("index", &idx), ("timeindex", &tidx)] {
+            store
+                .put(&Path::from(key(k)), PutPayload::from(v.clone()))
+                .await
+                .unwrap();
+        }
+        segs.push(RemoteSegment {
+            base_offset: base,
+            last_offset: base + 499,
+            max_timestamp: base + 490,
+            size_bytes: log.len() as u64,
+            crc32c: 0,
+            leader_epoch: 0,
+            writer_epoch: 1,
+            log_key: key("log"),
+            index_key: key("index"),
+            time_index_key: key("timeindex"),
+            producer_snapshot_key: None,
+        });
+    }
+    (segs, all)
+}
+
+fn config(chunk: usize, memory: usize) -> PrefetchConfig {
+    PrefetchConfig {
+        chunk_bytes: chunk,
+        memory_cache_bytes: memory,
+        readahead_min_chunks: 1,
+        readahead_max_chunks: 4,
+        ..Default::default()
+    }
+}
+
+fn request(reader: &str, segs: &[RemoteSegment], offset: i64, max_bytes: usize) -> ReadRequest {
+    let i = segs.iter().position(|s| s.last_offset >= offset).unwrap();
+    ReadRequest {
+        stream: StreamKey {
+            reader: reader.into(),
+            topic: "t".into(),
+            partition: 0,
+        },
+        class: PriorityClass::Standard,
+        segments: segs[i..].to_vec(),
+        offset,
+        max_bytes,
+        min_one: true,
+    }
+}
+
+/// Reads everything from `from` like a consumer: fetch, advance, repeat.
+async fn drain(
+    p: &Arc<Prefetcher>,
+    reader: &str,
+    segs: &[RemoteSegment],
+    from: i64,
+    max_bytes: usize,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut next = from;
+    let end = segs.last().unwrap().last_offset + 1;
+    while next < end {
+        let got = p
+            .read(request(reader, segs, next, max_bytes))
+            .await
+            .unwrap();
+        assert!(!got.is_empty(), "no progress at offset {next}");
+        next = next_offset(&got);
+        out.extend_from_slice(&got);
+    }
+    out
+}
+
+/// The offset after the last batch in `got`.
+fn next_offset(got: &[u8]) -> i64 {
+    let mut at = 0;
+    let mut next = -1;
+    while at < got.len() {
+        let base = i64::from_be_bytes(got[at..at + 8].try_into().unwrap());
+        let len = i32::from_be_bytes(got[at + 8..at + 12].try_into().unwrap()) as usize + 12;
+        next = base + i32::from_be_bytes(got[at + 23..at + 27].try_into().unwrap()) as i64 + 1;
+        at += len;
+    }
+    next
+}
+
+fn expected(all: &[(i64, Vec<u8>)], from: i64) -> Vec<u8> {
+    all.iter()
+        .filter(|(o, _)| o + 9 >= from)
+        .flat_map(|(_, b)| b.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn reads_are_byte_exact_across_chunks_and_segments_cold_warm_and_evicting() {
+    let counting = Arc::new(CountingStore::default());
+    let store: Arc<dyn ObjectStore> = counting.clone();
+    let (segs, all) = segments(&store, 3).await;
+    // 5000-byte chunks: batches straddle chunk boundaries all the time.
+    let p = Prefetcher::new(
+        store.clone(),
+        config(5000, 64 << 20),
+        ClassPolicy::default(),
+    )
+    .await
+    .unwrap();
+    for (from, max) in [(1000, 3000), (1234, 10_000), (1999, 1 << 20)] {
+        assert_eq!(
+            drain(&p, "cold", &segs, from, max).await,
+            expected(&all, from),
+            "from {from}"
+        );
+    }
+    let gets_cold = counting.log_gets.load(Ordering::SeqCst);
+    assert_eq!(
+        drain(&p, "warm", &segs, 1000, 7000).await,
+        expected(&all, 1000)
+    );
+    assert_eq!(
+        counting.log_gets.load(Ordering::SeqCst),
+        gets_cold,
+        "a warm cache issues no GET"
+    );
+    // A cache far smaller than the data keeps evicting; reads stay exact.
+    let small = Prefetcher::new(store.clone(), config(5000, 12_000), ClassPolicy::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        drain(&small, "evicting", &segs, 1000, 4000).await,
+        expected(&all, 1000)
+    );
+    // max_bytes without min_one: a batch that does not fit is not returned.
+    let mut r = request("x", &segs, 1000, 10);
+    r.min_one = false;
+    assert!(p.read(r).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn two_readers_of_the_same_history_fetch_each_chunk_once() {
+    let counting = Arc::new(CountingStore::default());
+    let store: Arc<dyn ObjectStore> = counting.clone();
+    let (segs, all) = segments(&store, 3).await;
+    let p = Prefetcher::new(
+        store.clone(),
+        config(8192, 64 << 20),
+        ClassPolicy::default(),
+    )
+    .await
+    .unwrap();
+    let (a, b) = tokio::join!(
+        drain(&p, "group-a", &segs, 1000, 20_000),
+        drain(&p, "group-b", &segs, 1000, 20_000)
+    );
+    assert_eq!(a, expected(&all, 1000));
+    assert_eq!(b, a);
+    tokio::time::sleep(Duration::from_millis(100)).await; // read-ahead settles
+    let chunks: u64 = segs.iter().map(|s| s.size_bytes.div_ceil(8192)).sum();
+    assert_eq!(
+        counting.log_gets.load(Ordering::SeqCst),
+        chunks,
+        "every chunk fetched exactly once for both readers"
+    );
+    assert!(p.stats.readahead_chunks.load(Ordering::Relaxed) > 0);
+    assert!(p.stats.cache_hits.load(Ordering::Relaxed) > 0);
+}
+
+#[tokio::test]
+async fn read_ahead_makes_sequential_reads_hit_the_cache() {
+    let counting = Arc::new(CountingStore::default());
+    let store: Arc<dyn ObjectStore> = counting.clone();
+    let (segs, _) = segments(&store, 2).await;
+    let p = Prefetcher::new(
+        store.clone(),
+        config(4096, 64 << 20),
+        ClassPolicy::default(),
+    )
+    .await
+    .unwrap();
+    // Three small sequential reads open the window...
+    let mut next = 1000;
+    for _ in 0..3 {
+        let got = p.read(request("r", &segs, next, 2000)).await.unwrap();
+        next = next_offset(&got);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        p.readahead_depth() >= 2,
+        "window grew: {}",
+        p.readahead_depth()
+    );
+    let ahead = counting.log_gets.load(Ordering::SeqCst);
+    assert!(
+        ahead >= 3,
+        "chunks were fetched ahead of the reader ({ahead} GETs)"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_get_is_an_error_and_the_next_read_succeeds() {
+    let counting = Arc::new(CountingStore::default());
+    let store: Arc<dyn ObjectStore> = counting.clone();
+    let (segs, all) = segments(&store, 1).await;
+    let p = Prefetcher::new(
+        store.clone(),
+        config(16_384, 64 << 20),
+        ClassPolicy::default(),
+    )
+    .await
+    .unwrap();
+    counting.fail.store(100, Ordering::SeqCst);
+    let err = p
+        .read(request("r", &segs, 1000, 1 << 20))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, PrefetchError::Fetch(_)), "{err}");
+    counting.fail.store(0, Ordering::SeqCst);
+    // Failures are not cached.
+    assert_eq!(
+        drain(&p, "r", &segs, 1000, 1 << 20).await,
+        expected(&all, 1000)
+    );
+    // A deleted object reads as NotFound (retention raced the reader).
+    store
+        .delete(&Path::from(segs[0].log_key.as_str()))
+        .await
+        .unwrap();
+    let fresh = Prefetcher::new(
+        store.clone(),
+        config(16_384, 64 << 20),
+        ClassPolicy::default(),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(
+        fresh.read(request("r", &segs, 1000, 100)).await,
+        Err(PrefetchError::NotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn timestamp_lookup_finds_the_first_batch_at_or_after() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let (segs, _) = segments(&store, 1).await;
+    let p = Prefetcher::new(store, config(4096, 1 << 20), ClassPolicy::default())
+        .await
+        .unwrap();
+    for (ts, base) in [(0, 1000), (1001, 1010), (1255, 1260), (1490, 1490)] {
+        let (f, bytes) = p
+            .batch_at_timestamp(segs[0].clone(), ts)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(f.base_offset, base, "timestamp {ts}");
+        assert_eq!(bytes.len(), f.size);
+    }
+    assert!(p
+        .batch_at_timestamp(segs[0].clone(), 1491)
+        .await
+        .unwrap()
+        .is_none());
+}
