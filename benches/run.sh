@@ -120,4 +120,7 @@ if [ "${BENCH_REBUILD_TOOLS:-0}" = 1 ] || [ ! -x "$RKP" ] \
 fi
 export RDKAFKA_PERFORMANCE="$RKP"
 
+if [ "${BENCH_TOOLS_ONLY:-0}" = "1" ]; then
+    exit 0
+fi
 exec "$PYTHON" "$REPO/benches/bench.py" "$@"

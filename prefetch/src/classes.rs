@@ -122,8 +122,10 @@ mod tests {
 
     #[test]
     fn membership() {
-        let mut p = ClassPolicy::default();
-        p.members = ClassPolicy::parse_members("payments=critical, etl = bulk").unwrap();
+        let p = ClassPolicy {
+            members: ClassPolicy::parse_members("payments=critical, etl = bulk").unwrap(),
+            ..Default::default()
+        };
         assert_eq!(p.class_of(Some("payments"), "x"), PriorityClass::Critical);
         assert_eq!(p.class_of(None, "etl"), PriorityClass::Bulk);
         assert_eq!(

@@ -1,0 +1,380 @@
+#!/usr/bin/env python3
+"""Historical read path benchmark (issue 5), driven by librdkafka's
+rdkafka_performance against a real S3-protocol server on loopback (s3s-fs).
+
+Started by benches/catchup.sh (which builds the broker, the load generator,
+s3s-fs and the helpers in benches/tools). In one run:
+  1. catch-up throughput: BENCH_BYTES of 1 KiB records in 6 partitions,
+     fully tiered (local.retention.ms=1000, segment.ms seals the tail); one
+     consumer reads it from offset 0. Next to it, in the same run:
+       (a) the same read of a topic that stayed on local disk,
+       (b) a sequential one-chunk-at-a-time read of the same objects
+           (strata-seq-read, same object_store client);
+       (c) the server's own ceiling: the same objects read with 8 GETs in
+           parallel by strata-seq-read, without broker or consumer;
+     then both remote reads again through a proxy adding BENCH_LATENCY_MS to
+     every object-store request (strata-delay-proxy).
+  2. isolation: a producer at BENCH_TAIL_RATE msg/s and a tail consumer
+     measuring end-to-end latency (rdkafka_performance -l), first alone, then
+     while two consumers catch up from offset 0 of the tiered history.
+  3. GET sharing: two consumers read the same tiered history at once, with
+     a cold cache; the broker's GET count is compared with the number of
+     chunks in the bucket.
+Ratios are against baselines measured in the same run. Writes
+bench-results/catchup-<time>.json and prints a table.
+
+Environment: BENCH_BYTES [1073741824]  BENCH_LATENCY_MS [20]
+  BENCH_SEGMENT_BYTES [67108864]  BENCH_CHUNK_BYTES [broker default]
+  BENCH_TAIL_RATE [5000] BENCH_TAIL_SECONDS [20]  BENCH_KEEP [0]
+  BENCH_BROKER_SET ["" ; extra "k=v,k=v" broker settings]
+  RDKAFKA_PERFORMANCE, S3S_FS, STRATA_BIN, BENCH_TOOLS_DIR (set by catchup.sh)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
+
+from strata_broker import Broker, free_port  # noqa: E402
+
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+MiB = 1024 * 1024
+CONS_RE = re.compile(r"(\d+) messages \((\d+) bytes\) consumed in (\d+)ms: (\d+) msgs/s \(([0-9.]+) MB/s\)")
+PROD_RE = re.compile(r"(\d+) messages produced \((\d+) bytes\), (\d+) delivered .* in (\d+)ms: (\d+) msgs/s and "
+                     r"([0-9.]+) MB/s")
+
+CFG = {
+    "bytes": int(os.environ.get("BENCH_BYTES", 1 << 30)),
+    "record_size": 1024,
+    "partitions": 6,
+    "segment_bytes": int(os.environ.get("BENCH_SEGMENT_BYTES", 64 * MiB)),
+    "latency_ms": int(os.environ.get("BENCH_LATENCY_MS", 20)),
+    "tail_rate": int(os.environ.get("BENCH_TAIL_RATE", 5000)),
+    "tail_seconds": int(os.environ.get("BENCH_TAIL_SECONDS", 20)),
+    "chunk_bytes": int(os.environ.get("BENCH_CHUNK_BYTES", 4 * MiB)),
+}
+TOOL = Path(os.environ.get("RDKAFKA_PERFORMANCE") or REPO / "target/bench-tools/rdkafka_performance")
+S3S = Path(os.environ.get("S3S_FS") or REPO / "target/bench-tools/bin/s3s-fs")
+TOOLS = Path(os.environ.get("BENCH_TOOLS_DIR") or REPO / "target/release")
+ACCESS, SECRET = "bench", "bench-secret-key"
+
+
+def log(msg):
+    print(f"[catchup] {msg}", flush=True)
+
+
+def wait_port(port, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listening on {port}")
+
+
+def metrics(b: Broker) -> dict[str, float]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{b.http_port}/metrics", timeout=10).read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            k, v = line.rsplit(" ", 1)
+            out[k] = float(v)
+    return out
+
+
+def metric_sum(m, name, topic=None):
+    return sum(v for k, v in m.items()
+               if k.split("{")[0] == name and (topic is None or f'topic="{topic}"' in k))
+
+
+def run(args, name, work, timeout=900):
+    cmd = [str(TOOL), *args]
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    (work / f"{name}.out").write_text(f"$ {' '.join(cmd)}\n{r.stdout}\n--- stderr ---\n{r.stderr}")
+    return r.stdout, time.monotonic() - t0
+
+
+def produce(bs, topic, n, work, name, extra=()):
+    out, wall = run(["-P", "-t", topic, "-b", bs, "-s", str(CFG["record_size"]), "-c", str(n),
+                     "-X", "acks=1", "-X", "linger.ms=5", "-q", *extra], name, work)
+    m = PROD_RE.search(out)
+    return {"MBps": float(m.group(6)) if m else None, "records": int(m.group(3)) if m else 0, "wall_s": wall}
+
+
+def consume(bs, topic, n, work, name, extra=()):
+    parts = [a for p in range(CFG["partitions"]) for a in ("-p", str(p))]
+    out, wall = run(["-C", "-t", topic, *parts, "-b", bs, "-o", "beginning", "-c", str(n), "-e", "-q",
+                     *extra], name, work)
+    m = CONS_RE.search(out)
+    return {"MBps": float(m.group(5)) if m else None, "records": int(m.group(1)) if m else 0,
+            "expected": n, "wall_s": wall, "ok": bool(m) and int(m.group(1)) == n}
+
+
+def create_topics(b: Broker, topics: dict[str, dict]):
+    a = AdminClient({"bootstrap.servers": b.bootstrap})
+    fs = a.create_topics([NewTopic(t, CFG["partitions"], 1, config=c) for t, c in topics.items()])
+    for f in fs.values():
+        f.result(30)
+
+
+def wait_tiered(b: Broker, topic: str, timeout=600):
+    """Until every partition is sealed, uploaded and gone from local disk."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        m = metrics(b)
+        done = all(
+            m.get(f'strata_local_log_start_offset{{topic="{topic}",partition="{p}"}}', -1)
+            == m.get(f'strata_log_end_offset{{topic="{topic}",partition="{p}"}}', -2)
+            and m.get(f'strata_remote_log_end_offset{{topic="{topic}",partition="{p}"}}', -1)
+            == m.get(f'strata_log_end_offset{{topic="{topic}",partition="{p}"}}', -2)
+            for p in range(CFG["partitions"]))
+        if done:
+            return
+        time.sleep(1)
+    raise RuntimeError(f"{topic} not fully tiered after {timeout}s")
+
+
+def drop_caches() -> bool:
+    try:
+        subprocess.run(["sync"], check=True)
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def pct(vals, q):
+    if not vals:
+        return None
+    vals = sorted(vals)
+    return vals[min(len(vals) - 1, int(round(q / 100 * (len(vals) - 1))))]
+
+
+def start_broker(work, data, store_url, env, settings, name):
+    b = Broker(data_dir=data, settings=settings, log_dir=work, name=name,
+               extra_args=["--object-store", store_url], env=env)
+    b.start()
+    return b
+
+
+def tail_run(b, work, name, with_catchup: list[str]):
+    """Producer at a steady rate + tail consumer measuring e2e latency."""
+    bs = b.bootstrap
+    n = CFG["tail_rate"] * CFG["tail_seconds"]
+    lat_file = work / f"{name}-e2e-us.txt"
+    parts = [a for p in range(CFG["partitions"]) for a in ("-p", str(p))]
+    cons = subprocess.Popen([str(TOOL), "-C", "-t", "tail", *parts, "-b", bs, "-o", "end", "-c", str(n), "-l",
+                             "-A", str(lat_file), "-q"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    catchers = []
+    for i, topic in enumerate(with_catchup):
+        catchers.append(subprocess.Popen(
+            [str(TOOL), "-C", "-t", topic, *parts, "-b", bs, "-o", "beginning", "-q", "-X",
+             f"client.id=catchup-{name}-{i}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    time.sleep(3)
+    prod = produce(bs, "tail", n, work, f"{name}-producer",
+                   extra=["-r", str(CFG["tail_rate"]), "-l"])
+    try:
+        cons.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        cons.kill()
+    for c in catchers:
+        c.kill()
+        c.wait()
+    try:
+        vals = [int(x) / 1000 for x in lat_file.read_text().split()]
+    except OSError:
+        vals = []
+    return {"producer_MBps": prod["MBps"], "producer_records": prod["records"],
+            "tail_samples": len(vals), "tail_p50_ms": pct(vals, 50), "tail_p99_ms": pct(vals, 99),
+            "tail_max_ms": max(vals) if vals else None}
+
+
+def main():
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    results_dir = REPO / "bench-results"
+    results_dir.mkdir(exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="catchup-", dir=results_dir))
+    out = {"time": stamp, "config": CFG, "work": str(work)}
+    procs = []
+    brokers = []
+    try:
+        # --- S3-protocol server and latency proxy ------------------------------
+        root = work / "s3"
+        (root / "strata").mkdir(parents=True)
+        s3_port = free_port()
+        procs.append(subprocess.Popen([str(S3S), "--host", "127.0.0.1", "--port", str(s3_port),
+                                       "--access-key", ACCESS, "--secret-key", SECRET, str(root)],
+                                      stdout=open(work / "s3s.log", "w"), stderr=subprocess.STDOUT))
+        wait_port(s3_port)
+        proxy_port = free_port()
+        procs.append(subprocess.Popen([str(TOOLS / "strata-delay-proxy"), f"127.0.0.1:{proxy_port}",
+                                       f"127.0.0.1:{s3_port}", str(CFG["latency_ms"])],
+                                      stdout=subprocess.DEVNULL, stderr=open(work / "proxy.log", "w")))
+        wait_port(proxy_port)
+        env = {"AWS_ACCESS_KEY_ID": ACCESS, "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_REGION": "us-east-1",
+               "AWS_ALLOW_HTTP": "true", "AWS_ENDPOINT_URL": f"http://127.0.0.1:{s3_port}"}
+        slow_env = dict(env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy_port}")
+        url = f"s3://strata/catchup-{stamp}"
+        settings = {"num.partitions": CFG["partitions"], "remote.log.manager.task.interval.ms": 500,
+                    "log.retention.check.interval.ms": 500, "remote.fetch.cache.disk.bytes": 0,
+                    "remote.fetch.chunk.bytes": CFG["chunk_bytes"]}
+        for kv in filter(None, os.environ.get("BENCH_BROKER_SET", "").split(",")):
+            k, v = kv.split("=", 1)
+            settings[k.strip()] = v.strip()
+        data = work / "data"
+        b = start_broker(work, data, url, env, settings, "broker-1")
+        brokers.append(b)
+        seg = str(CFG["segment_bytes"])
+        create_topics(b, {
+            "history": {"segment.bytes": seg, "local.retention.ms": "1000", "segment.ms": "5000"},
+            "local-history": {"segment.bytes": seg, "remote.storage.enable": "false"},
+            "tail": {"remote.storage.enable": "false"},
+        })
+        n = CFG["bytes"] // CFG["record_size"]
+        log(f"producing {n} x 1 KiB into history and local-history ...")
+        out["produce_history"] = produce(b.bootstrap, "history", n, work, "produce-history")
+        out["produce_local"] = produce(b.bootstrap, "local-history", n, work, "produce-local")
+        log("waiting until history is fully tiered ...")
+        t0 = time.time()
+        wait_tiered(b, "history")
+        out["tiering_wait_s"] = time.time() - t0
+        m = metrics(b)
+        out["history_local_bytes"] = metric_sum(m, "strata_local_log_size_bytes", "history")
+        out["history_remote_bytes"] = metric_sum(m, "strata_remote_log_size_bytes", "history")
+        logs = sorted(p for p in (root / "strata").rglob("*.log") if "/history/" in str(p))
+        out["remote_objects"] = len(logs)
+        chunks = sum(-(-p.stat().st_size // CFG["chunk_bytes"]) for p in logs)
+        out["remote_chunks"] = chunks
+
+        # --- 1. catch-up throughput ---------------------------------------------
+        out["page_cache_dropped"] = drop_caches()
+        log("(a) local read of local-history from offset 0 ...")
+        out["local_read"] = consume(b.bootstrap, "local-history", n, work, "consume-local")
+        drop_caches()
+        log("remote read of history from offset 0 (prefetcher) ...")
+        g0 = metric_sum(metrics(b), "strata_remote_get_total")
+        out["remote_read"] = consume(b.bootstrap, "history", n, work, "consume-remote")
+        m = metrics(b)
+        out["remote_read"]["gets"] = metric_sum(m, "strata_remote_get_total") - g0
+        drop_caches()
+        log("(b) sequential one-chunk-at-a-time read of the same objects ...")
+        r = subprocess.run([str(TOOLS / "strata-seq-read"), f"{url}/topics/history", str(CFG["chunk_bytes"])],
+                           capture_output=True, text=True, env={**os.environ, **env}, timeout=1800)
+        nbytes, secs, mbps = r.stdout.split()
+        out["sequential_read"] = {"bytes": int(nbytes), "seconds": float(secs), "MBps": float(mbps)}
+        drop_caches()
+        log("(c) the server's own ceiling: 8 parallel GETs, no broker ...")
+        r = subprocess.run([str(TOOLS / "strata-seq-read"), f"{url}/topics/history", str(CFG["chunk_bytes"]), "8"],
+                           capture_output=True, text=True, env={**os.environ, **env}, timeout=1800)
+        nbytes, secs, mbps = r.stdout.split()
+        out["server_ceiling"] = {"bytes": int(nbytes), "seconds": float(secs), "MBps": float(mbps),
+                                 "parallel_gets": 8}
+
+        # --- with added latency --------------------------------------------------
+        b.stop()
+        log(f"restart against the store through a {CFG['latency_ms']} ms proxy (cold cache) ...")
+        b = start_broker(work, data, url, slow_env, settings, "broker-2")
+        brokers.append(b)
+        out["remote_read_latency"] = consume(b.bootstrap, "history", n, work, "consume-remote-latency")
+        r = subprocess.run([str(TOOLS / "strata-seq-read"), f"{url}/topics/history", str(CFG["chunk_bytes"])],
+                           capture_output=True, text=True, env={**os.environ, **slow_env}, timeout=3600)
+        nbytes, secs, mbps = r.stdout.split()
+        out["sequential_read_latency"] = {"bytes": int(nbytes), "seconds": float(secs), "MBps": float(mbps)}
+        b.stop()
+
+        # --- 3. GET sharing: two readers, cold cache -----------------------------
+        log("two consumers of the same history at once, cold cache ...")
+        b = start_broker(work, data, url, env, settings, "broker-3")
+        brokers.append(b)
+        res = {}
+
+        def reader(i):
+            res[i] = consume(b.bootstrap, "history", n, work, f"consume-twice-{i}",
+                             extra=["-X", f"client.id=twin-{i}"])
+        ts = [threading.Thread(target=reader, args=(i,)) for i in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        m = metrics(b)
+        out["two_readers"] = {"readers": res, "gets": metric_sum(m, "strata_remote_get_total"),
+                              "chunks_in_bucket": chunks,
+                              "cache_hits": metric_sum(m, "strata_remote_cache_hits_total"),
+                              "cache_misses": metric_sum(m, "strata_remote_cache_misses_total")}
+
+        # --- 2. isolation ---------------------------------------------------------
+        log("isolation: tail producer + consumer alone ...")
+        out["tail_quiet"] = tail_run(b, work, "tail-quiet", [])
+        b.stop()
+        b = start_broker(work, data, url, env, settings, "broker-4")  # cold cache again
+        brokers.append(b)
+        log("isolation: the same with two consumers catching up from offset 0 ...")
+        out["tail_with_catchup"] = tail_run(b, work, "tail-catchup", ["history", "history"])
+        m = metrics(b)
+        out["tail_with_catchup"]["remote_bytes_served"] = metric_sum(m, "strata_remote_fetch_bytes_total")
+    except Exception as e:  # noqa: BLE001
+        out["failure"] = f"{type(e).__name__}: {e}"
+        log(f"FAILED: {out['failure']}")
+    finally:
+        for b in brokers:
+            b.close()
+        for p in procs:
+            p.kill()
+            p.wait()
+    path = results_dir / f"catchup-{stamp}.json"
+    path.write_text(json.dumps(out, indent=2))
+    report(out)
+    print(f"[catchup] results: {path}")
+    if os.environ.get("BENCH_KEEP", "0") != "1":
+        shutil.rmtree(work, ignore_errors=True)
+    return 1 if "failure" in out else 0
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if a and b else "n/a"
+
+
+def report(o):
+    g = lambda k, f="MBps": (o.get(k) or {}).get(f)  # noqa: E731
+    rows = [
+        ("local read (a)", g("local_read"), ""),
+        ("remote read, prefetcher", g("remote_read"),
+         f"{ratio(g('remote_read'), g('local_read'))} x local, {ratio(g('remote_read'), g('sequential_read'))} x sequential"),
+        ("sequential chunk read (b)", g("sequential_read"), ""),
+        ("server ceiling: 8 parallel GETs, no broker (c)", g("server_ceiling"),
+         f"prefetcher = {ratio(g('remote_read'), g('server_ceiling'))} x this"),
+        (f"remote read, +{CFG['latency_ms']} ms/request", g("remote_read_latency"),
+         f"{ratio(g('remote_read_latency'), g('local_read'))} x local, "
+         f"{ratio(g('remote_read_latency'), g('sequential_read_latency'))} x sequential"),
+        (f"sequential chunk read, +{CFG['latency_ms']} ms", g("sequential_read_latency"), ""),
+    ]
+    print("\n| read of the same history from offset 0 | MB/s | ratio |\n| --- | --- | --- |")
+    for name, v, r in rows:
+        print(f"| {name} | {v if v is not None else 'n/a'} | {r} |")
+    q, c = o.get("tail_quiet") or {}, o.get("tail_with_catchup") or {}
+    print("\n| isolation | quiet | with 2 catch-up readers | ratio |\n| --- | --- | --- | --- |")
+    for k in ("tail_p50_ms", "tail_p99_ms", "producer_MBps"):
+        print(f"| {k} | {q.get(k)} | {c.get(k)} | {ratio(c.get(k), q.get(k))} |")
+    t = o.get("two_readers") or {}
+    print(f"\nGET sharing: two readers at once -> {t.get('gets')} GETs for {t.get('chunks_in_bucket')} chunks")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
