@@ -322,6 +322,12 @@ pub fn render(s: &HttpState) -> String {
                 gets_now as f64,
             ),
             one(
+                "strata_remote_reads_paused",
+                "gauge",
+                "Bulk-class reads waiting while the class is paused.",
+                r.prefetcher.budget().paused_reads() as f64,
+            ),
+            one(
                 "strata_remote_bytes_in_flight",
                 "gauge",
                 "Bytes of GETs in flight now.",

@@ -34,6 +34,10 @@ pub struct GetBudget {
     max_bytes: usize,
     state: Mutex<State>,
     policy: Mutex<ClassPolicy>,
+    /// Whether the bulk class is paused, for readers waiting to resume.
+    bulk_paused: tokio::sync::watch::Sender<bool>,
+    /// Bulk reads waiting for the class to resume.
+    paused_reads: std::sync::atomic::AtomicUsize,
 }
 
 /// One admitted GET; dropping it frees the slot.
@@ -56,11 +60,14 @@ impl Drop for GetPermit {
 
 impl GetBudget {
     pub fn new(max_gets: usize, max_bytes: usize, policy: ClassPolicy) -> Arc<Self> {
+        let (bulk_paused, _) = tokio::sync::watch::channel(policy.bulk_paused);
         Arc::new(GetBudget {
             max_gets: max_gets.max(1),
             max_bytes: max_bytes.max(1),
             state: Mutex::new(State::default()),
             policy: Mutex::new(policy),
+            bulk_paused,
+            paused_reads: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -77,9 +84,27 @@ impl GetBudget {
 
     /// Replaces the class policy (shares, pause, membership) at run time.
     pub fn set_policy(self: &Arc<Self>, p: ClassPolicy) {
+        self.bulk_paused.send_replace(p.bulk_paused);
         *self.policy.lock().unwrap_or_else(|e| e.into_inner()) = p;
         let mut st = self.lock();
         self.dispatch(&mut st);
+    }
+
+    /// Returns once the bulk class is not paused.
+    pub async fn wait_bulk_resumed(&self) {
+        use std::sync::atomic::Ordering;
+        let mut rx = self.bulk_paused.subscribe();
+        if !*rx.borrow() {
+            return;
+        }
+        self.paused_reads.fetch_add(1, Ordering::Relaxed);
+        let _ = rx.wait_for(|paused| !*paused).await;
+        self.paused_reads.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Bulk reads waiting for the class to resume.
+    pub fn paused_reads(&self) -> usize {
+        self.paused_reads.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// (GETs in flight, bytes in flight, waiting GETs per class).

@@ -52,10 +52,24 @@ pub struct ReadRequest {
     pub min_one: bool,
 }
 
+/// A read of a stream, kept after it completes until the stream reads
+/// elsewhere: (`true`, key) is a NotFound.
+type ReadOutcome = Option<Result<Bytes, (bool, String)>>;
+
+#[derive(Debug)]
+struct ParkedRead {
+    offset: i64,
+    max_bytes: usize,
+    min_one: bool,
+    started: Instant,
+    result: tokio::sync::watch::Receiver<ReadOutcome>,
+}
+
 #[derive(Debug)]
 struct Stream {
-    /// (segment base offset, chunk) the next sequential read starts in.
-    last: (i64, u64),
+    /// First and last (segment base offset, chunk) of the previous read.
+    last_start: (i64, u64),
+    last_end: (i64, u64),
     window: usize,
     /// Read-ahead was requested up to here (inclusive).
     ahead_to: Option<(i64, u64)>,
@@ -82,6 +96,7 @@ pub struct Prefetcher {
     budget: Arc<GetBudget>,
     indexes: IndexCache,
     streams: Mutex<HashMap<StreamKey, Stream>>,
+    reads: Mutex<HashMap<StreamKey, ParkedRead>>,
     pub stats: Arc<PrefetchStats>,
     handle: tokio::runtime::Handle,
     _runtime: OwnedRuntime,
@@ -117,6 +132,7 @@ impl Prefetcher {
             cfg,
             cache,
             streams: Mutex::new(HashMap::new()),
+            reads: Mutex::new(HashMap::new()),
             stats: Arc::new(PrefetchStats::default()),
             handle,
             _runtime: OwnedRuntime(Some(runtime)),
@@ -143,23 +159,75 @@ impl Prefetcher {
 
     /// Whole batches from `req.offset` (or the first after it) within
     /// `req.max_bytes`, read on the prefetch runtime.
+    ///
+    /// A read whose caller stops waiting (the fetch's wait ended) runs to
+    /// the end and stays parked for its stream: the client's retry of the
+    /// same fetch joins it or takes its result, so progress never depends on
+    /// the chunks surviving in the cache until the retry. Bulk reads wait
+    /// while the bulk class is paused, and serve nothing, cached or not.
     pub async fn read(self: &Arc<Self>, req: ReadRequest) -> Result<Bytes, PrefetchError> {
-        let me = self.clone();
-        let started = Instant::now();
-        let out = self
-            .handle
-            .spawn(async move { me.read_here(req).await })
+        let mut rx = {
+            let mut reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+            if reads.len() > 4096 {
+                reads.retain(|_, r| r.started.elapsed() < Duration::from_secs(60));
+            }
+            match reads.get(&req.stream) {
+                // The same fetch again (its earlier answer came too late):
+                // join the read, or take its result — unless that failed.
+                Some(r)
+                    if r.offset == req.offset
+                        && r.max_bytes == req.max_bytes
+                        && r.min_one == req.min_one
+                        && r.result.borrow().as_ref().is_none_or(|x| x.is_ok()) =>
+                {
+                    r.result.clone()
+                }
+                _ => {
+                    let (tx, rx) = tokio::sync::watch::channel(None);
+                    reads.insert(
+                        req.stream.clone(),
+                        ParkedRead {
+                            offset: req.offset,
+                            max_bytes: req.max_bytes,
+                            min_one: req.min_one,
+                            started: Instant::now(),
+                            result: rx.clone(),
+                        },
+                    );
+                    let me = self.clone();
+                    self.handle.spawn(async move {
+                        if req.class == PriorityClass::Bulk {
+                            me.budget.wait_bulk_resumed().await;
+                        }
+                        let out = me.clone().read_here(req).await.map_err(|e| match e {
+                            PrefetchError::NotFound(k) => (true, k),
+                            other => (false, other.to_string()),
+                        });
+                        let _ = tx.send(Some(out));
+                    });
+                    rx
+                }
+            }
+        };
+        let result = rx
+            .wait_for(|r| r.is_some())
             .await
-            .map_err(|e| PrefetchError::Runtime(e.to_string()))?;
-        PrefetchStats::add(&self.stats.reads, 1);
-        PrefetchStats::add(
-            &self.stats.read_wait_micros,
-            started.elapsed().as_micros() as u64,
-        );
-        if let Ok(b) = &out {
-            PrefetchStats::add(&self.stats.bytes_read, b.len() as u64);
+            .map_err(|e| PrefetchError::Runtime(e.to_string()))?
+            .clone();
+        match result {
+            Some(Ok(b)) => Ok(b),
+            Some(Err((true, key))) => Err(PrefetchError::NotFound(key)),
+            Some(Err((false, msg))) => Err(PrefetchError::Fetch(msg)),
+            None => Err(PrefetchError::Runtime("read ended without a result".into())),
         }
-        out
+    }
+
+    /// Counts bytes a fetch actually delivered from remote segments, and how
+    /// long it waited for them.
+    pub fn delivered(&self, bytes: usize, waited: Duration) {
+        PrefetchStats::add(&self.stats.reads, 1);
+        PrefetchStats::add(&self.stats.bytes_read, bytes as u64);
+        PrefetchStats::add(&self.stats.read_wait_micros, waited.as_micros() as u64);
     }
 
     async fn read_here(self: Arc<Self>, req: ReadRequest) -> Result<Bytes, PrefetchError> {
@@ -170,6 +238,17 @@ impl Prefetcher {
         let start = index::position_for_offset(&idx, req.offset - seg.base_offset);
         self.advance_stream(&req, start / self.chunk_bytes());
         let mut cur = ChunkCursor::new(&self, seg, req.class, start);
+        let result = self.cut_batches(&req, &mut cur).await;
+        let end_chunk = (cur.start + cur.at as u64).saturating_sub(1) / self.chunk_bytes();
+        self.finish_stream(&req.stream, (seg.base_offset, end_chunk));
+        result
+    }
+
+    async fn cut_batches(
+        &self,
+        req: &ReadRequest,
+        cur: &mut ChunkCursor<'_>,
+    ) -> Result<Bytes, PrefetchError> {
         let mut out = BytesMut::new();
         while let Some(f) = cur.next().await? {
             if f.last_offset < req.offset {
@@ -245,7 +324,15 @@ impl Prefetcher {
             object: seg.log_key.clone(),
             index,
         };
-        let (store, budget, stats) = (self.store.clone(), self.budget.clone(), self.stats.clone());
+        if let Ok(Some(hit)) = self.cache.get(&key).await {
+            PrefetchStats::add(&self.stats.cache_hits, 1);
+            return Ok(hit.value().clone());
+        }
+        // The slot is taken in the reader's own class before joining (or
+        // starting) the shared GET, so a paused or starved class never
+        // holds up another class's reader of the same chunk.
+        let permit = self.budget.acquire(class, (end - start) as usize).await;
+        let (store, stats) = (self.store.clone(), self.stats.clone());
         let path = Path::from(seg.log_key.as_str());
         let missed = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let m = missed.clone();
@@ -253,7 +340,7 @@ impl Prefetcher {
             .cache
             .get_or_fetch(&key, move || async move {
                 m.store(true, std::sync::atomic::Ordering::Relaxed);
-                let _permit = budget.acquire(class, (end - start) as usize).await;
+                let _permit = permit;
                 let t0 = Instant::now();
                 let got = store.get_range(&path, start..end).await;
                 PrefetchStats::add(&stats.gets, 1);
@@ -294,12 +381,18 @@ impl Prefetcher {
     }
 
     /// Moves the stream's read-ahead window and requests the chunks it now
-    /// covers in the background.
+    /// covers in the background: this read's own chunks (so they arrive in
+    /// parallel) and `window` more. A read is sequential when it starts
+    /// where the stream's previous read was (between its first and one past
+    /// its last chunk); then the window doubles, else it resets.
     fn advance_stream(self: &Arc<Self>, req: &ReadRequest, chunk: u64) {
         let Some(seg) = req.segments.first() else {
             return;
         };
         let here = (seg.base_offset, chunk);
+        let span = (req.max_bytes as u64)
+            .div_ceil(self.chunk_bytes())
+            .clamp(1, 64) as usize;
         let (from, to) = {
             let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
             if streams.len() > 4096 {
@@ -308,27 +401,33 @@ impl Prefetcher {
             let min = self.cfg.readahead_min_chunks.max(1);
             let max = self.cfg.readahead_max_chunks.max(min);
             let s = streams.entry(req.stream.clone()).or_insert(Stream {
-                last: (i64::MIN, 0),
+                last_start: (i64::MIN, 0),
+                last_end: (i64::MIN, 0),
                 window: 0,
                 ahead_to: None,
                 used: Instant::now(),
             });
-            let next_of_last = self.successor(&req.segments, s.last);
-            let sequential = s.last == here || next_of_last == Some(here);
+            let after_end = self.successor(&req.segments, s.last_end);
+            // Reads stop at segment ends, so the start of a later segment
+            // continues a sequential stream too.
+            let sequential = (here >= s.last_start && here <= s.last_end)
+                || after_end == Some(here)
+                || (here.1 == 0 && here.0 > s.last_end.0 && s.last_end.0 != i64::MIN);
             if sequential {
                 s.window = (s.window * 2).clamp(min, max);
             } else {
                 s.window = min;
                 s.ahead_to = None;
             }
-            s.last = here;
+            s.last_start = here;
+            s.last_end = here;
             s.used = Instant::now();
-            // Request (ahead_to, here + window].
+            // Request (ahead_to, here + span + window], and `here` itself.
             let from = match s.ahead_to {
-                Some(a) if a >= here => a,
-                _ => here,
+                Some(a) if a >= here => Some(a),
+                _ => None,
             };
-            let to = self.nth_after(&req.segments, here, s.window);
+            let to = self.nth_after(&req.segments, here, span + s.window);
             if let Some(t) = to {
                 if s.ahead_to.is_none_or(|a| t > a) {
                     s.ahead_to = Some(t);
@@ -336,17 +435,22 @@ impl Prefetcher {
             }
             (from, to)
         };
-        let Some(to) = to else {
-            return;
-        };
-        let mut pos = from;
         let mut wanted = Vec::new();
-        while let Some(next) = self.successor(&req.segments, pos) {
-            if next > to {
-                break;
+        let mut pos = match from {
+            Some(a) => a,
+            None => {
+                wanted.push(here);
+                here
             }
-            wanted.push(next);
-            pos = next;
+        };
+        if let Some(to) = to {
+            while let Some(next) = self.successor(&req.segments, pos) {
+                if next > to {
+                    break;
+                }
+                wanted.push(next);
+                pos = next;
+            }
         }
         for (base, c) in wanted {
             let Some(seg) = req.segments.iter().find(|s| s.base_offset == base).cloned() else {
@@ -360,6 +464,16 @@ impl Prefetcher {
                     tracing::debug!(object = %seg.log_key, chunk = c, error = %e, "read-ahead failed");
                 }
             });
+        }
+    }
+
+    /// Records where a stream's read ended (its next read starts there).
+    fn finish_stream(&self, stream: &StreamKey, end: (i64, u64)) {
+        let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = streams.get_mut(stream) {
+            if end > s.last_end {
+                s.last_end = end;
+            }
         }
     }
 

@@ -385,3 +385,69 @@ async fn timestamp_lookup_finds_the_first_batch_at_or_after() {
         .unwrap()
         .is_none());
 }
+
+#[tokio::test]
+async fn a_paused_bulk_reader_gets_nothing_and_blocks_no_one() {
+    let counting = Arc::new(CountingStore::default());
+    let store: Arc<dyn ObjectStore> = counting.clone();
+    let (segs, all) = segments(&store, 1).await;
+    let policy = ClassPolicy {
+        bulk_paused: true,
+        ..Default::default()
+    };
+    let p = Prefetcher::new(store, config(8192, 64 << 20), policy)
+        .await
+        .unwrap();
+    let mut bulk = request("backfill", &segs, 1000, 1 << 20);
+    bulk.class = PriorityClass::Bulk;
+    let waiting = tokio::spawn({
+        let p = p.clone();
+        let bulk = bulk.clone();
+        async move { p.read(bulk).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // A standard reader of the very same chunks is not held up by it.
+    let got = tokio::time::timeout(
+        Duration::from_secs(5),
+        drain(&p, "payments", &segs, 1000, 1 << 20),
+    )
+    .await
+    .expect("standard reader finished while bulk is paused");
+    assert_eq!(got, expected(&all, 1000));
+    // Everything is cached now, yet the paused bulk reader still gets nothing.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        !waiting.is_finished(),
+        "a paused bulk read must not be served"
+    );
+    let mut policy = p.budget().policy();
+    policy.bulk_paused = false;
+    p.budget().set_policy(policy);
+    let served = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(served.as_ref(), &expected(&all, 1000)[..served.len()]);
+}
+
+#[tokio::test]
+async fn a_read_the_caller_gave_up_on_is_kept_for_its_retry() {
+    let counting = Arc::new(CountingStore::default());
+    let store: Arc<dyn ObjectStore> = counting.clone();
+    let (segs, all) = segments(&store, 2).await;
+    // A cache too small to keep anything between two reads.
+    let p = Prefetcher::new(store, config(4096, 4096), ClassPolicy::default())
+        .await
+        .unwrap();
+    let req = request("r", &segs, 1000, 1 << 20);
+    // The first attempt is abandoned at once (a fetch whose wait ran out).
+    let _ = tokio::time::timeout(Duration::from_millis(1), p.read(req.clone())).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let gets = counting.log_gets.load(Ordering::SeqCst);
+    // The retry takes the parked result: no new GET, same bytes.
+    let got = p.read(req).await.unwrap();
+    assert_eq!(counting.log_gets.load(Ordering::SeqCst), gets);
+    assert_eq!(got.as_ref(), &expected(&all, 1000)[..got.len()]);
+    assert!(!got.is_empty());
+}

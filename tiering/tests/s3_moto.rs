@@ -114,7 +114,11 @@ async fn sixteen_concurrent_claims_get_sixteen_epochs() {
     epochs.sort_unstable();
     let mut distinct: Vec<u64> = epochs.iter().map(|(e, _)| *e).collect();
     distinct.dedup();
-    assert_eq!(distinct.len(), 16, "no two writers hold the same epoch: {epochs:?}");
+    assert_eq!(
+        distinct.len(),
+        16,
+        "no two writers hold the same epoch: {epochs:?}"
+    );
     // (An epoch may be skipped: when the server lets two conditional writes
     // of one version both succeed, the read-back sends both losers round
     // again.) The catalog names the writer with the highest epoch.

@@ -20,7 +20,10 @@ async fn main() -> anyhow::Result<()> {
     let listener = TcpListener::bind(&args[1]).await?;
     let upstream = args[2].clone();
     let delay = Duration::from_millis(args[3].parse()?);
-    eprintln!("delaying requests to {upstream} by {delay:?} on {}", listener.local_addr()?);
+    eprintln!(
+        "delaying requests to {upstream} by {delay:?} on {}",
+        listener.local_addr()?
+    );
     loop {
         let (client, _) = listener.accept().await?;
         let upstream = upstream.clone();

@@ -233,7 +233,8 @@ async fn read_all(
             tokio::spawn(async move { r.read(&rp, &reader, offset, limit, min_one).await }),
         ));
     }
-    let wait_until = deadline.max(Instant::now() + MIN_REMOTE_WAIT);
+    let started = Instant::now();
+    let wait_until = deadline.max(started + MIN_REMOTE_WAIT);
     for (i, handle) in reads {
         let t = &targets[i];
         let Some(log) = &t.log else { continue };
@@ -245,6 +246,9 @@ async fn read_all(
                 fill(pd, remote_result(log, Bytes::new()));
             }
             Ok(Ok(Ok(RemoteRead::Records(records)))) => {
+                remote
+                    .prefetcher
+                    .delivered(records.len(), started.elapsed());
                 total += fill(pd, remote_result(log, records));
             }
             Ok(Ok(Ok(RemoteRead::NotRemote))) => {
