@@ -399,7 +399,20 @@ impl Prefetcher {
                 streams.retain(|_, s| s.used.elapsed() < Duration::from_secs(60));
             }
             let min = self.cfg.readahead_min_chunks.max(1);
-            let max = self.cfg.readahead_max_chunks.max(min);
+            // All windows together may fill at most half the memory cache:
+            // deeper read-ahead would evict chunks before their readers
+            // arrive and fetch them twice.
+            let active = streams
+                .values()
+                .filter(|s| s.used.elapsed() < Duration::from_secs(10))
+                .count()
+                .max(1);
+            let cache_chunks = self.cfg.memory_cache_bytes / 2 / self.chunk_bytes() as usize;
+            let max = self
+                .cfg
+                .readahead_max_chunks
+                .min(cache_chunks / active)
+                .max(min);
             let s = streams.entry(req.stream.clone()).or_insert(Stream {
                 last_start: (i64::MIN, 0),
                 last_end: (i64::MIN, 0),
