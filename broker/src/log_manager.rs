@@ -342,15 +342,7 @@ impl LogManager {
             overrides: RwLock::new(configs),
             partitions: RwLock::new(logs.clone()),
         };
-        self.persist_topic(&topic)?;
-        let topic = Arc::new(topic);
-        self.topics
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(name.to_string(), topic.clone());
-        for log in logs {
-            spawn_flusher(log);
-        }
+        let topic = self.register(topic)?;
         Ok(topic)
     }
     pub fn broker_config(&self) -> &Arc<BrokerConfig> {
@@ -455,16 +447,23 @@ impl LogManager {
             )?);
         }
         *topic.partitions.write().unwrap_or_else(|e| e.into_inner()) = logs.clone();
+        let topic = self.register(topic)?;
+        tracing::info!(topic = name, partitions, "created topic");
+        Ok(topic)
+    }
+
+    /// Persists a new topic's metadata, makes it visible and starts its
+    /// partitions' flushers.
+    fn register(&self, topic: Topic) -> Result<Arc<Topic>, TopicError> {
         self.persist_topic(&topic)?;
         let topic = Arc::new(topic);
         self.topics
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(name.to_string(), topic.clone());
-        for log in logs {
+            .insert(topic.name.clone(), topic.clone());
+        for log in topic.partitions() {
             spawn_flusher(log);
         }
-        tracing::info!(topic = name, partitions, "created topic");
         Ok(topic)
     }
 

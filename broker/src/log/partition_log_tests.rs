@@ -262,3 +262,31 @@ fn idempotent_retries_are_deduplicated_across_restarts() {
         leo
     );
 }
+
+#[test]
+fn a_reader_holding_a_segment_finishes_after_tiering_deletes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::create(dir.path(), "t", 0, config(&["log.segment.bytes=600"])).unwrap();
+    append_n(&log, 6, 1_000);
+    log.flush().unwrap();
+    let sealed = log.sealed_segment_files();
+    assert!(sealed.len() >= 2, "small segments rolled: {sealed:?}");
+    assert!(sealed.iter().all(|s| s.last_offset < log.high_watermark()));
+    // A fetch took its handle on the first segment...
+    let slice = log.lock().segments.values().next().unwrap().slice();
+    let before = slice.read(0, 1 << 20).unwrap();
+    // ...then the hot window deleted it (it is in the bucket).
+    let first_end = sealed[0].last_offset + 1;
+    assert_eq!(log.delete_segments_before(first_end).unwrap(), 1);
+    assert!(!sealed[0].log.exists(), "the file is unlinked");
+    assert_eq!(log.local_log_start_offset(), first_end);
+    // The read that started on it still finishes, byte for byte.
+    assert_eq!(slice.read(0, 1 << 20).unwrap(), before);
+    assert!(!before.is_empty());
+    // The active segment is never handed to the tiering manager.
+    let active = log.lock().active().base_offset();
+    assert!(log
+        .sealed_segment_files()
+        .iter()
+        .all(|s| s.base_offset != active));
+}
