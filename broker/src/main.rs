@@ -177,7 +177,15 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {} (--http-listen)", args.http_listen))?;
 
-    let fresh = LogManager::is_fresh(&args.data_dir);
+    // An empty data dir restores from the bucket. The marker keeps that true
+    // until the restore has finished, so a restore cut short (the store
+    // failed, the process died) is resumed by the next start.
+    let restore_marker = args.data_dir.join(".restore-from-object-store");
+    let fresh = LogManager::is_fresh(&args.data_dir) || restore_marker.exists();
+    if tiering && fresh {
+        std::fs::create_dir_all(&args.data_dir)?;
+        std::fs::write(&restore_marker, b"")?;
+    }
     let metadata = strata_catalog::MetadataStore::new(bucket.store.clone(), &bucket.prefix);
     if tiering && fresh {
         // An empty data dir joins the cluster the bucket belongs to.
@@ -231,6 +239,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
                     "empty data directory: restored topics from the object store"
                 );
             }
+            std::fs::remove_file(&restore_marker)?;
         }
         logs.enable_tiering();
         remote.sync_once(&logs).await;
