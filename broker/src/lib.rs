@@ -7,6 +7,7 @@ pub mod group;
 pub mod http;
 pub mod log;
 pub mod log_manager;
+pub mod meta_properties;
 pub mod producer_ids;
 pub mod remote;
 pub mod server;

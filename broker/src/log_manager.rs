@@ -24,12 +24,12 @@ use crate::config::{self, BrokerConfig, TopicConfig};
 use crate::log::checkpoint::{self, write_atomically, Offsets};
 use crate::log::partition_log::{fsync_dir, partition_dir_name};
 use crate::log::{LogError, PartitionLog, SharedConfig};
+use crate::meta_properties;
 
 const TOPICS_DIR: &str = "__topics";
 const CLEAN_SHUTDOWN: &str = ".kafka_cleanshutdown";
 const RECOVERY_POINTS: &str = "recovery-point-offset-checkpoint";
 const LOG_START_OFFSETS: &str = "log-start-offset-checkpoint";
-const META_PROPERTIES: &str = "meta.properties";
 const LOCK_FILE: &str = ".lock";
 /// Kafka's limit on topic name length.
 pub const MAX_TOPIC_NAME_LEN: usize = 249;
@@ -190,7 +190,7 @@ impl LogManager {
                 data_dir.display()
             );
         }
-        let cluster_id = load_or_create_meta(data_dir, broker.node_id())?;
+        let cluster_id = meta_properties::load_or_create(data_dir, broker.node_id())?;
         let clean_marker = data_dir.join(CLEAN_SHUTDOWN);
         let clean = clean_marker.exists();
         let recovery_points = checkpoint::read(&data_dir.join(RECOVERY_POINTS)).unwrap_or_else(|e| {
@@ -285,14 +285,14 @@ impl LogManager {
 
     /// Whether `dir` holds no broker data yet (no `meta.properties`).
     pub fn is_fresh(data_dir: &Path) -> bool {
-        !data_dir.join(META_PROPERTIES).exists()
+        meta_properties::is_fresh(data_dir)
     }
 
     /// Makes a fresh data directory join an existing cluster (the one the
     /// object store belongs to) instead of minting a new cluster id.
     pub fn adopt_cluster_id(data_dir: &Path, cluster_id: &str, node_id: i32) -> io::Result<()> {
         fs::create_dir_all(data_dir)?;
-        write_meta(data_dir, cluster_id, node_id)
+        meta_properties::write(data_dir, cluster_id, node_id)
     }
 
     /// Hands retention of tiered topics to the tiering manager: from now on
@@ -672,50 +672,6 @@ fn spawn_flusher(log: Arc<PartitionLog>) {
     tokio::spawn(log.run_flusher());
 }
 
-/// Reads `meta.properties` (Kafka's format) or creates it with a new
-/// cluster id. Returns the cluster id.
-fn load_or_create_meta(data_dir: &Path, node_id: i32) -> io::Result<String> {
-    let path = data_dir.join(META_PROPERTIES);
-    if let Ok(text) = fs::read_to_string(&path) {
-        let props: BTreeMap<&str, &str> = text
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .filter_map(|l| l.split_once('='))
-            .collect();
-        if let Some(id) = props.get("cluster.id") {
-            return Ok(id.trim().to_string());
-        }
-    }
-    let id = base64_url(Uuid::new_v4().as_bytes());
-    write_meta(data_dir, &id, node_id)?;
-    Ok(id)
-}
-
-fn write_meta(data_dir: &Path, cluster_id: &str, node_id: i32) -> io::Result<()> {
-    let text =
-        format!("#Written by Strata\nversion=1\ncluster.id={cluster_id}\nnode.id={node_id}\n");
-    write_atomically(&data_dir.join(META_PROPERTIES), text.as_bytes())
-}
-
-/// URL-safe base64 without padding, as Kafka encodes cluster ids.
-fn base64_url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
-        let chars = chunk.len() + 1;
-        for i in 0..chars {
-            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -727,10 +683,5 @@ mod tests {
         assert!(validate_topic_name("..").is_err());
         assert!(validate_topic_name("a/b").is_err());
         assert!(validate_topic_name(&"x".repeat(250)).is_err());
-    }
-
-    #[test]
-    fn cluster_id_is_22_chars() {
-        assert_eq!(base64_url(&[0u8; 16]).len(), 22);
     }
 }

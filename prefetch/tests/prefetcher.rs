@@ -319,6 +319,14 @@ async fn read_ahead_makes_sequential_reads_hit_the_cache() {
         ahead >= 3,
         "chunks were fetched ahead of the reader ({ahead} GETs)"
     );
+    // The next sequential read finds its chunks already cached: it
+    // succeeds even with every GET failing, and starts where it asked.
+    counting.fail.store(usize::MAX, Ordering::SeqCst);
+    let hits = p.stats.cache_hits.load(Ordering::Relaxed);
+    let got = p.read(request("r", &segs, next, 2000)).await.unwrap();
+    counting.fail.store(0, Ordering::SeqCst);
+    assert_eq!(i64::from_be_bytes(got[..8].try_into().unwrap()), next);
+    assert!(p.stats.cache_hits.load(Ordering::Relaxed) > hits);
 }
 
 #[tokio::test]

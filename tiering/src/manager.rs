@@ -10,7 +10,7 @@
 //! another broker has fenced it.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -32,8 +32,6 @@ pub trait TieredLog: Send + Sync + 'static {
     fn sealed_segments(&self) -> Vec<LocalSegmentInfo>;
     /// Every local byte, the active segment included.
     fn local_size_bytes(&self) -> u64;
-    /// The first offset still on local disk.
-    fn local_log_start_offset(&self) -> i64;
     /// Seals the active segment if it is older than `segment.ms`.
     fn roll_if_expired(&self, now_ms: i64);
     /// Deletes sealed local segments that end at or below `offset`; a
@@ -92,8 +90,6 @@ pub struct RemotePartition {
     pub partition: i32,
     manifest: RwLock<Arc<PartitionManifest>>,
     pub stats: PartitionStats,
-    /// Offsets below this are local no more (mirrors the log, for metrics).
-    pub local_log_start_offset: AtomicI64,
     wake: Notify,
 }
 
@@ -199,7 +195,6 @@ impl RemoteLogManager {
             partition: key.1,
             manifest: RwLock::new(Arc::new(PartitionManifest::empty())),
             stats: PartitionStats::default(),
-            local_log_start_offset: AtomicI64::new(log.local_log_start_offset()),
             wake: Notify::new(),
         });
         let path = PartitionPath::new(&self.prefix, &key.0, topic_id, key.1);
@@ -322,7 +317,7 @@ impl PartitionTask {
         }
         if self.catalog.is_none() {
             if !policy.remote_enabled && self.nothing_remote {
-                update_lag(&self.rp, &*self.log, &self.log.sealed_segments(), None);
+                update_lag(&self.rp, &self.log.sealed_segments(), None);
                 return;
             }
             match self.claim(policy).await {
@@ -377,28 +372,19 @@ impl PartitionTask {
     }
 }
 
-/// Updates the copy-lag gauges and the local log start mirror.
-fn update_lag(
-    rp: &RemotePartition,
-    log: &dyn TieredLog,
-    sealed: &[LocalSegmentInfo],
-    remote_end: Option<i64>,
-) {
-    {
-        let pending: Vec<&LocalSegmentInfo> = sealed
-            .iter()
-            .filter(|s| remote_end.is_none_or(|e| s.segment.base_offset >= e))
-            .collect();
-        rp.stats
-            .copy_lag_segments
-            .store(pending.len() as u64, Ordering::Relaxed);
-        rp.stats.copy_lag_bytes.store(
-            pending.iter().map(|s| s.size_bytes).sum(),
-            Ordering::Relaxed,
-        );
-        rp.local_log_start_offset
-            .store(log.local_log_start_offset(), Ordering::Relaxed);
-    }
+/// Updates the copy-lag gauges: sealed segments not in the bucket yet.
+fn update_lag(rp: &RemotePartition, sealed: &[LocalSegmentInfo], remote_end: Option<i64>) {
+    let pending: Vec<&LocalSegmentInfo> = sealed
+        .iter()
+        .filter(|s| remote_end.is_none_or(|e| s.segment.base_offset >= e))
+        .collect();
+    rp.stats
+        .copy_lag_segments
+        .store(pending.len() as u64, Ordering::Relaxed);
+    rp.stats.copy_lag_bytes.store(
+        pending.iter().map(|s| s.size_bytes).sum(),
+        Ordering::Relaxed,
+    );
 }
 
 impl PartitionTask {
@@ -454,7 +440,7 @@ impl PartitionTask {
                     }
                     Err(e) => {
                         self.rp.stats.upload_errors.fetch_add(1, Ordering::Relaxed);
-                        update_lag(&self.rp, &*self.log, &sealed, cat.manifest().next_offset());
+                        update_lag(&self.rp, &sealed, cat.manifest().next_offset());
                         return Err(e);
                     }
                 }
@@ -516,7 +502,7 @@ impl PartitionTask {
             }
         }
         let end = cat.manifest().next_offset();
-        update_lag(&self.rp, &*self.log, &sealed, end);
+        update_lag(&self.rp, &sealed, end);
         Ok(())
     }
 }

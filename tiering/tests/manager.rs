@@ -174,14 +174,6 @@ impl TieredLog for FakeLog {
             .map(|s| s.size_bytes)
             .sum()
     }
-    fn local_log_start_offset(&self) -> i64 {
-        self.sealed
-            .lock()
-            .unwrap()
-            .first()
-            .map(|s| s.segment.base_offset)
-            .unwrap_or(0)
-    }
     fn roll_if_expired(&self, _now_ms: i64) {}
     fn delete_local_before(&self, offset: i64) -> Result<usize, String> {
         let mut s = self.sealed.lock().unwrap();
@@ -374,14 +366,27 @@ async fn total_retention_deletes_remote_segments_and_their_objects() {
     assert_eq!(rp.manifest().log_start_offset, 10);
     assert_eq!(*log.remote_start.lock().unwrap(), Some(10));
     let path = PartitionPath::new("", "t", "tid", 0);
-    eventually("its objects deleted", || true).await;
-    let left: Vec<_> =
-        futures_util::TryStreamExt::try_collect::<Vec<_>>(store.list(Some(&path.segments_dir())))
-            .await
-            .unwrap();
-    assert!(
-        left.iter()
-            .all(|o| !o.location.as_ref().contains("00000000000000000000-")),
-        "{left:?}"
-    );
+    // The objects go after the catalog commit, in the same round: poll.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left: Vec<_> = futures_util::TryStreamExt::try_collect::<Vec<_>>(
+            store.list(Some(&path.segments_dir())),
+        )
+        .await
+        .unwrap();
+        let expired = |o: &ObjectMeta| o.location.as_ref().contains("00000000000000000000-");
+        let kept = |o: &ObjectMeta| o.location.as_ref().contains("00000000000000000010-");
+        if !left.iter().any(expired) {
+            assert!(
+                left.iter().any(kept),
+                "the live segment's objects stay: {left:?}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "expired segment's objects still there: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }

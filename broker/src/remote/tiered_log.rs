@@ -55,9 +55,6 @@ impl TieredLog for TieredPartition {
     fn local_size_bytes(&self) -> u64 {
         self.log.size_bytes()
     }
-    fn local_log_start_offset(&self) -> i64 {
-        self.log.local_log_start_offset()
-    }
     fn roll_if_expired(&self, now_ms: i64) {
         match self.log.roll_if_expired(now_ms) {
             Ok(_) | Err(LogError::Closed) => {}

@@ -24,6 +24,7 @@ use strata_prefetch::PrefetchError;
 use strata_tiering::RemotePartition;
 
 use crate::log::{LogError, PartitionLog, ReadResult};
+use crate::log_manager::Topic;
 use crate::remote::reads::{Reader, RemoteRead};
 use crate::server::Broker;
 
@@ -31,7 +32,9 @@ struct Target {
     topic: usize,
     partition: i32,
     log: Option<Arc<PartitionLog>>,
-    remote: Option<Arc<RemotePartition>>,
+    /// The topic, to find the partition's tiered view when a read falls
+    /// below the local log start (looked up only then).
+    handle: Option<Arc<Topic>>,
     fetch_offset: i64,
     max_bytes: usize,
 }
@@ -65,10 +68,7 @@ pub async fn handle_for(
                 topic: ti,
                 partition: p.partition,
                 log: topic.as_ref().and_then(|t| t.partition(p.partition)),
-                remote: match (&b.remote, &topic) {
-                    (Some(r), Some(t)) => r.partition(t, p.partition),
-                    _ => None,
-                },
+                handle: topic.clone(),
                 fetch_offset: p.fetch_offset,
                 max_bytes: p.partition_max_bytes.max(0) as usize,
             });
@@ -153,6 +153,17 @@ fn storage_error(pd: &mut PartitionData, log: &PartitionLog) {
     pd.log_start_offset = log.log_start_offset();
 }
 
+/// The tiered view of `t`'s partition, if its fetch offset lies in the
+/// remote part of the log (below the local start, at or above the log start).
+fn remote_partition(b: &Broker, t: &Target, log: &PartitionLog) -> Option<Arc<RemotePartition>> {
+    if t.fetch_offset >= log.local_log_start_offset() || t.fetch_offset < log.log_start_offset() {
+        return None;
+    }
+    b.remote
+        .as_ref()?
+        .partition(t.handle.as_ref()?, t.partition)
+}
+
 /// Reads every partition: local ones at once; those below the local log
 /// start together through the historical read path, waiting for them at
 /// most until `deadline` (what is not ready then is returned empty and
@@ -168,7 +179,7 @@ async fn read_all(
     let mut out = Vec::with_capacity(targets.len());
     let mut total = 0usize;
     let mut any_error = false;
-    let mut remote_pending: Vec<usize> = Vec::new();
+    let mut remote_pending: Vec<(usize, Arc<RemotePartition>)> = Vec::new();
     for (i, t) in targets.iter().enumerate() {
         let mut pd = base_data(t, read_committed);
         let Some(log) = &t.log else {
@@ -181,18 +192,13 @@ async fn read_all(
         let limit = t.max_bytes.min(remaining);
         match log.read(t.fetch_offset, limit, total == 0) {
             Ok(read) => total += fill(&mut pd, read),
-            Err(LogError::OffsetOutOfRange { .. })
-                if t.remote.is_some()
-                    && b.remote.is_some()
-                    && t.fetch_offset < log.local_log_start_offset()
-                    && t.fetch_offset >= log.log_start_offset() =>
-            {
-                remote_pending.push(i);
-            }
-            Err(LogError::OffsetOutOfRange { .. }) => {
-                out_of_range(&mut pd, log);
-                any_error = true;
-            }
+            Err(LogError::OffsetOutOfRange { .. }) => match remote_partition(b, t, log) {
+                Some(rp) => remote_pending.push((i, rp)),
+                None => {
+                    out_of_range(&mut pd, log);
+                    any_error = true;
+                }
+            },
             Err(e) => {
                 tracing::error!(topic = %log.topic(), partition = t.partition, error = %e, "fetch read failed");
                 storage_error(&mut pd, log);
@@ -211,9 +217,9 @@ async fn read_all(
     let policy = remote.prefetcher.budget().policy();
     let mut budget = response_max.saturating_sub(total);
     let mut reads = Vec::with_capacity(remote_pending.len());
-    for (n, &i) in remote_pending.iter().enumerate() {
+    for (n, (i, rp)) in remote_pending.into_iter().enumerate() {
         let t = &targets[i];
-        let (Some(log), Some(rp)) = (&t.log, t.remote.clone()) else {
+        let Some(log) = &t.log else {
             continue;
         };
         let limit = t.max_bytes.min(budget);
