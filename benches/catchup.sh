@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # Historical read path benchmark (issue 5): one command, rerunnable.
 #   benches/catchup.sh         # builds what it needs, then ~5-10 minutes
-# Builds the release broker and benches/tools (delay proxy, sequential
-# reader), installs s3s-fs (an S3-protocol server over a directory, from
-# crates.io) into target/bench-tools once, builds rdkafka_performance through
+# Builds the release broker, benches/tools (delay proxy, sequential reader)
+# and strata-s3 (local-stack/, the S3-protocol server on loopback; with
+# BENCH_S3=s3s-fs it installs and uses s3s-fs from crates.io instead), builds rdkafka_performance through
 # benches/run.sh's steps, and runs benches/catchup.py (see its docstring for
 # what is measured and the BENCH_* knobs). Results: bench-results/catchup-*.json
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 log() { echo "[catchup] $*" >&2; }
 cd "$REPO"
-log "cargo build --release -p strata-broker -p strata-bench-tools"
-cargo build --release -p strata-broker -p strata-bench-tools
+log "cargo build --release -p strata-broker -p strata-bench-tools -p strata-local-stack"
+cargo build --release -p strata-broker -p strata-bench-tools -p strata-local-stack
 TOOLS="$REPO/target/bench-tools"
-if [ ! -x "$TOOLS/bin/s3s-fs" ]; then
+if [ "${BENCH_S3:-strata-s3}" = s3s-fs ] && [ ! -x "$TOOLS/bin/s3s-fs" ]; then
     log "installing s3s-fs 0.14.1 (once, ~3 minutes on 2 cores)"
     cargo install s3s-fs --version 0.14.1 --features binary --root "$TOOLS"
 fi

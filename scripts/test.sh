@@ -6,8 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "==> building the broker (release)"
-cargo build --release --locked -p strata-broker
+echo "==> building the broker and strata-s3 (release)"
+cargo build --release --locked -p strata-broker -p strata-local-stack
 
 # Real clients and a real S3-protocol server (moto) come from PyPI.
 if [ ! -x .venv/bin/pytest ] || [ ! -x .venv/bin/moto_server ] \
@@ -22,4 +22,5 @@ cargo test --workspace --locked
 
 
 echo "==> end-to-end tests with real Kafka clients"
-STRATA_BIN="$PWD/target/release/strata" .venv/bin/pytest tests/e2e -q "$@"
+STRATA_BIN="$PWD/target/release/strata" STRATA_S3_BIN="$PWD/target/release/strata-s3" \
+  .venv/bin/pytest tests/e2e -q "$@"

@@ -325,6 +325,14 @@ const PREFETCH_FAMILIES: &[PrefetchFamily] = &[
     ),
     (
         (
+            "strata_remote_fetch_memory_reads_total",
+            "counter",
+            "Remote reads answered from memory (held read-ahead or the memory cache) without waiting.",
+        ),
+        |p| n(&p.stats.memory_reads),
+    ),
+    (
+        (
             "strata_remote_readahead_chunks_total",
             "counter",
             "Chunks requested ahead of readers.",

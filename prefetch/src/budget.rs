@@ -103,6 +103,10 @@ impl GetBudget {
     }
 
     /// Bulk reads waiting for the class to resume.
+    pub fn bulk_paused(&self) -> bool {
+        *self.bulk_paused.borrow()
+    }
+
     pub fn paused_reads(&self) -> usize {
         self.paused_reads.load(std::sync::atomic::Ordering::Relaxed)
     }

@@ -48,6 +48,14 @@ pub async fn build(
     let builder = HybridCacheBuilder::new()
         .with_name("strata-remote-chunks")
         .memory(memory_bytes.max(1))
+        // One shard: foyer splits the capacity evenly among its shards, and
+        // with entries of several MiB a hashed shard overflows (evicting
+        // read-ahead before it is read) while others sit empty. A few hundred
+        // cache operations per second need no lock sharding.
+        .with_shards(1)
+        // LRU: what a reader consumed is older than the read-ahead in front
+        // of it, so consumed chunks go first.
+        .with_eviction_config(foyer::LruConfig::default())
         .with_weighter(|k: &ChunkKey, v: &Bytes| k.object.len() + v.len())
         .storage();
     let cache = match dir {

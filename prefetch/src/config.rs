@@ -14,7 +14,8 @@ pub struct PrefetchConfig {
     pub max_bytes_in_flight: usize,
     /// Read-ahead window of a stream that just turned sequential, in chunks.
     pub readahead_min_chunks: usize,
-    /// Largest read-ahead window (`remote.fetch.readahead.max.chunks`).
+    /// Largest read-ahead window (`remote.fetch.readahead.max.chunks`; 0:
+    /// no read-ahead).
     pub readahead_max_chunks: usize,
     /// Memory for cached chunks (`remote.fetch.cache.memory.bytes`).
     pub memory_cache_bytes: usize,
@@ -24,6 +25,10 @@ pub struct PrefetchConfig {
     pub disk_cache_dir: Option<PathBuf>,
     /// Threads of the prefetch runtime (`remote.fetch.threads`).
     pub threads: usize,
+    /// Scheduling niceness of those threads, 0 to 19
+    /// (`remote.fetch.threads.nice`): when CPU runs short, the broker's
+    /// request threads (producers, tail readers) go first.
+    pub thread_nice: i32,
     /// Memory for cached segment indexes (`remote.log.index.cache.total.size.bytes`).
     pub index_cache_bytes: usize,
 }
@@ -40,6 +45,7 @@ impl Default for PrefetchConfig {
             disk_cache_bytes: 0,
             disk_cache_dir: None,
             threads: 2,
+            thread_nice: 10,
             index_cache_bytes: 64 << 20,
         }
     }

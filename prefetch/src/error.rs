@@ -12,6 +12,9 @@ pub enum PrefetchError {
     /// An object store error seen by a shared (cached) fetch.
     #[error("object store: {0}")]
     Fetch(String),
+    /// A read that was to be answered from memory found a chunk missing.
+    #[error("chunk not in memory")]
+    NotCached,
     #[error("chunk cache: {0}")]
     Cache(String),
     #[error("prefetch runtime: {0}")]

@@ -12,7 +12,7 @@
 //! (following into the next segments) are requested in the background; a
 //! jump resets it.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -73,6 +73,11 @@ struct Stream {
     window: usize,
     /// Read-ahead was requested up to here (inclusive).
     ahead_to: Option<(i64, u64)>,
+    /// Read-ahead chunks that arrived, held until the stream reads past
+    /// them: under LRU, the chunks every stream consumed meanwhile are newer
+    /// than read-ahead fetched a while ago, so the shared cache alone would
+    /// evict read-ahead before its reader arrives (and fetch it twice).
+    held: BTreeMap<(i64, u64), Bytes>,
     used: Instant,
 }
 
@@ -109,9 +114,11 @@ impl Prefetcher {
         cfg: PrefetchConfig,
         policy: ClassPolicy,
     ) -> Result<Arc<Self>, PrefetchError> {
+        let nice = cfg.thread_nice.clamp(0, 19);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(cfg.threads.max(1))
             .thread_name("strata-prefetch")
+            .on_thread_start(move || lower_thread_priority(nice))
             .enable_all()
             .build()
             .map_err(|e| PrefetchError::Runtime(e.to_string()))?;
@@ -183,6 +190,16 @@ impl Prefetcher {
                     r.result.clone()
                 }
                 _ => {
+                    // Everything the read needs is in memory (read-ahead did
+                    // its job): answer here, without a trip through the
+                    // prefetch runtime and back, which under load costs a
+                    // few milliseconds of scheduling per fetch.
+                    if !(req.class == PriorityClass::Bulk && self.budget.bulk_paused()) {
+                        if let Some(b) = self.read_cached(&req) {
+                            reads.remove(&req.stream);
+                            return Ok(b);
+                        }
+                    }
                     let (tx, rx) = tokio::sync::watch::channel(None);
                     reads.insert(
                         req.stream.clone(),
@@ -230,6 +247,24 @@ impl Prefetcher {
         PrefetchStats::add(&self.stats.read_wait_micros, waited.as_micros() as u64);
     }
 
+    /// The read, if every index and chunk it needs is in memory (held by the
+    /// stream or in the memory cache); never waits. `None`: take the full path.
+    fn read_cached(self: &Arc<Self>, req: &ReadRequest) -> Option<Bytes> {
+        let seg = req.segments.first()?;
+        let idx = self.indexes.get(&seg.index_key)?;
+        let start = index::position_for_offset(&idx, req.offset - seg.base_offset);
+        let mut cur = ChunkCursor::new(self, seg, req.class, start);
+        cur.stream = Some(&req.stream);
+        cur.cached_only = true;
+        let out = futures_util::FutureExt::now_or_never(self.cut_batches(req, &mut cur))?.ok()?;
+        let end_chunk = (cur.start + cur.at as u64).saturating_sub(1) / self.chunk_bytes();
+        self.advance_stream(req, start / self.chunk_bytes());
+        self.finish_stream(&req.stream, (seg.base_offset, end_chunk));
+        PrefetchStats::add(&self.stats.memory_reads, 1);
+        PrefetchStats::add(&self.stats.cache_hits, cur.hits);
+        Some(out)
+    }
+
     async fn read_here(self: Arc<Self>, req: ReadRequest) -> Result<Bytes, PrefetchError> {
         let Some(seg) = req.segments.first() else {
             return Ok(Bytes::new());
@@ -238,6 +273,7 @@ impl Prefetcher {
         let start = index::position_for_offset(&idx, req.offset - seg.base_offset);
         self.advance_stream(&req, start / self.chunk_bytes());
         let mut cur = ChunkCursor::new(&self, seg, req.class, start);
+        cur.stream = Some(&req.stream);
         let result = self.cut_batches(&req, &mut cur).await;
         let end_chunk = (cur.start + cur.at as u64).saturating_sub(1) / self.chunk_bytes();
         self.finish_stream(&req.stream, (seg.base_offset, end_chunk));
@@ -249,22 +285,36 @@ impl Prefetcher {
         req: &ReadRequest,
         cur: &mut ChunkCursor<'_>,
     ) -> Result<Bytes, PrefetchError> {
-        let mut out = BytesMut::new();
+        let mut total = 0usize;
         while let Some(f) = cur.next().await? {
             if f.last_offset < req.offset {
                 cur.skip(&f);
                 continue;
             }
-            let fits = out.len() + f.size <= req.max_bytes;
-            if !(fits || out.is_empty() && req.min_one) {
+            let fits = total + f.size <= req.max_bytes;
+            if !(fits || total == 0 && req.min_one) {
                 break;
             }
-            out.extend_from_slice(&cur.take(&f));
-            if out.len() >= req.max_bytes {
+            cur.keep(&f);
+            total += f.size;
+            if total >= req.max_bytes {
                 break;
             }
         }
-        Ok(out.freeze())
+        // Batches that lie together in one chunk are served as a slice of
+        // it; only a read that spans chunks is copied into one buffer.
+        let mut runs = cur.kept();
+        Ok(match runs.len() {
+            0 => Bytes::new(),
+            1 => runs.pop().unwrap_or_default(),
+            _ => {
+                let mut out = BytesMut::with_capacity(total);
+                for r in runs {
+                    out.extend_from_slice(&r);
+                }
+                out.freeze()
+            }
+        })
     }
 
     /// The first batch of `seg` whose max timestamp is at or after
@@ -313,11 +363,16 @@ impl Prefetcher {
         seg: &RemoteSegment,
         index: u64,
         class: PriorityClass,
+        stream: Option<&StreamKey>,
     ) -> Result<Bytes, PrefetchError> {
         let cb = self.chunk_bytes();
         let start = index * cb;
         if start >= seg.size_bytes {
             return Ok(Bytes::new());
+        }
+        if let Some(held) = stream.and_then(|k| self.held(k, (seg.base_offset, index))) {
+            PrefetchStats::add(&self.stats.cache_hits, 1);
+            return Ok(held);
         }
         let end = (start + cb).min(seg.size_bytes);
         let key = ChunkKey {
@@ -389,6 +444,9 @@ impl Prefetcher {
         let Some(seg) = req.segments.first() else {
             return;
         };
+        if self.cfg.readahead_max_chunks == 0 {
+            return; // read-ahead off: the read's cursor fetches what it needs
+        }
         let here = (seg.base_offset, chunk);
         let span = (req.max_bytes as u64)
             .div_ceil(self.chunk_bytes())
@@ -413,11 +471,18 @@ impl Prefetcher {
                 .readahead_max_chunks
                 .min(cache_chunks / active)
                 .max(min);
+            // Idle streams give back what they hold.
+            for s in streams.values_mut() {
+                if !s.held.is_empty() && s.used.elapsed() >= Duration::from_secs(10) {
+                    s.held.clear();
+                }
+            }
             let s = streams.entry(req.stream.clone()).or_insert(Stream {
                 last_start: (i64::MIN, 0),
                 last_end: (i64::MIN, 0),
                 window: 0,
                 ahead_to: None,
+                held: BTreeMap::new(),
                 used: Instant::now(),
             });
             let after_end = self.successor(&req.segments, s.last_end);
@@ -431,7 +496,9 @@ impl Prefetcher {
             } else {
                 s.window = min;
                 s.ahead_to = None;
+                s.held.clear();
             }
+            s.held = s.held.split_off(&here); // what it read past goes
             s.last_start = here;
             s.last_end = here;
             s.used = Instant::now();
@@ -471,12 +538,53 @@ impl Prefetcher {
             };
             let me = self.clone();
             let class = req.class;
+            let stream = req.stream.clone();
             PrefetchStats::add(&self.stats.readahead_chunks, 1);
             self.handle.spawn(async move {
-                if let Err(e) = me.chunk(&seg, c, class).await {
-                    tracing::debug!(object = %seg.log_key, chunk = c, error = %e, "read-ahead failed");
+                match me.chunk(&seg, c, class, None).await {
+                    Ok(chunk) => me.hold(&stream, (base, c), chunk),
+                    Err(e) => {
+                        tracing::debug!(object = %seg.log_key, chunk = c, error = %e, "read-ahead failed")
+                    }
                 }
             });
+        }
+    }
+
+    /// A chunk from the stream's held read-ahead or the memory cache, or
+    /// nothing; never waits.
+    fn chunk_cached(
+        &self,
+        seg: &RemoteSegment,
+        index: u64,
+        stream: Option<&StreamKey>,
+    ) -> Option<Bytes> {
+        if index * self.chunk_bytes() >= seg.size_bytes {
+            return Some(Bytes::new());
+        }
+        if let Some(held) = stream.and_then(|k| self.held(k, (seg.base_offset, index))) {
+            return Some(held);
+        }
+        let key = ChunkKey {
+            object: seg.log_key.clone(),
+            index,
+        };
+        Some(self.cache.memory().get(&key)?.value().clone())
+    }
+
+    fn held(&self, stream: &StreamKey, at: (i64, u64)) -> Option<Bytes> {
+        let streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        streams.get(stream)?.held.get(&at).cloned()
+    }
+
+    /// Keeps an arrived read-ahead chunk for its stream, if the stream has
+    /// not read past it or jumped elsewhere meanwhile.
+    fn hold(&self, stream: &StreamKey, at: (i64, u64), chunk: Bytes) {
+        let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = streams.get_mut(stream) {
+            if at >= s.last_start && s.ahead_to.is_some_and(|a| at <= a) {
+                s.held.insert(at, chunk);
+            }
         }
     }
 
@@ -520,15 +628,45 @@ impl Prefetcher {
     }
 }
 
+/// Makes the calling thread `nice` steps nicer (Linux threads have a
+/// niceness each). Failure only costs the priority, so it is logged.
+fn lower_thread_priority(nice: i32) {
+    if nice == 0 {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: plain syscalls on the calling thread, no memory involved.
+        let r = unsafe {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            libc::setpriority(libc::PRIO_PROCESS, tid, nice)
+        };
+        if r != 0 {
+            tracing::debug!(error = %std::io::Error::last_os_error(), "cannot lower the prefetch threads' priority");
+        }
+    }
+}
+
 /// Sequential batches of one segment from a start position, over chunks.
 struct ChunkCursor<'a> {
     p: &'a Prefetcher,
     seg: &'a RemoteSegment,
     class: PriorityClass,
+    /// The stream whose held read-ahead this cursor may use.
+    stream: Option<&'a StreamKey>,
+    /// Only chunks already in memory: a missing one ends the read with
+    /// `PrefetchError::NotCached` instead of a GET.
+    cached_only: bool,
+    /// Chunks found in memory in `cached_only` mode (counted as cache hits
+    /// only if the whole read is answered that way).
+    hits: u64,
     /// Absolute position of `buf[0]`.
     start: u64,
     buf: Bytes,
     at: usize,
+    /// Start (in `buf`) of the batches kept since the last skip or refill.
+    run: Option<usize>,
+    kept: Vec<Bytes>,
 }
 
 impl<'a> ChunkCursor<'a> {
@@ -537,9 +675,14 @@ impl<'a> ChunkCursor<'a> {
             p,
             seg,
             class,
+            stream: None,
+            cached_only: false,
+            hits: 0,
             start,
             buf: Bytes::new(),
             at: 0,
+            run: None,
+            kept: Vec::new(),
         }
     }
 
@@ -572,8 +715,11 @@ impl<'a> ChunkCursor<'a> {
         }
     }
 
-    /// Makes at least `need` bytes from the current position available.
+    /// Makes at least `need` bytes from the current position available:
+    /// the rest of the chunk there (no copy), or, when a batch crosses into
+    /// the next chunk, a buffer of just those `need` bytes.
     async fn refill(&mut self, need: usize) -> Result<(), PrefetchError> {
+        self.end_run();
         let from = self.start + self.at as u64;
         if from + need as u64 > self.seg.size_bytes {
             return Err(self.corrupt(format!(
@@ -587,12 +733,27 @@ impl<'a> ChunkCursor<'a> {
         let mut pos = from;
         while have < need {
             let index = pos / cb;
-            let chunk = self.p.chunk(self.seg, index, self.class).await?;
+            let chunk = if self.cached_only {
+                let c = self
+                    .p
+                    .chunk_cached(self.seg, index, self.stream)
+                    .ok_or(PrefetchError::NotCached)?;
+                self.hits += 1;
+                c
+            } else {
+                self.p
+                    .chunk(self.seg, index, self.class, self.stream)
+                    .await?
+            };
             let off = (pos - index * cb) as usize;
             if off >= chunk.len() {
                 return Err(self.corrupt(format!("chunk {index} ends before byte {pos}")));
             }
-            let part = chunk.slice(off..);
+            let part = if have == 0 {
+                chunk.slice(off..)
+            } else {
+                chunk.slice(off..chunk.len().min(off + (need - have)))
+            };
             have += part.len();
             pos += part.len() as u64;
             parts.push(part);
@@ -600,9 +761,10 @@ impl<'a> ChunkCursor<'a> {
         self.buf = if parts.len() == 1 {
             parts.pop().unwrap_or_default()
         } else {
-            let mut b = BytesMut::with_capacity(have);
+            let mut b = BytesMut::with_capacity(need);
             for p in parts {
-                b.extend_from_slice(&p);
+                let want = need - b.len();
+                b.extend_from_slice(&p[..p.len().min(want)]);
             }
             b.freeze()
         };
@@ -617,7 +779,27 @@ impl<'a> ChunkCursor<'a> {
         b
     }
 
-    fn skip(&mut self, f: &Frame) {
+    /// Keeps the batch `f` for the answer, joined to the batches kept just
+    /// before it when they lie together in the same buffer.
+    fn keep(&mut self, f: &Frame) {
+        self.run.get_or_insert(self.at);
         self.at += f.size;
+    }
+
+    fn skip(&mut self, f: &Frame) {
+        self.end_run();
+        self.at += f.size;
+    }
+
+    fn end_run(&mut self) {
+        if let Some(s) = self.run.take() {
+            self.kept.push(self.buf.slice(s..self.at));
+        }
+    }
+
+    /// The kept batches, as few slices as they lie in.
+    fn kept(&mut self) -> Vec<Bytes> {
+        self.end_run();
+        std::mem::take(&mut self.kept)
     }
 }

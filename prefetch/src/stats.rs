@@ -19,6 +19,8 @@ pub struct PrefetchStats {
     /// Fetches served from remote segments, and how long they waited.
     pub reads: AtomicU64,
     pub read_wait_micros: AtomicU64,
+    /// Reads answered from memory on the caller's thread (no GET, no wait).
+    pub memory_reads: AtomicU64,
 }
 
 impl PrefetchStats {

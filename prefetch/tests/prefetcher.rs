@@ -459,3 +459,113 @@ async fn a_read_the_caller_gave_up_on_is_kept_for_its_retry() {
     assert_eq!(got.as_ref(), &expected(&all, 1000)[..got.len()]);
     assert!(!got.is_empty());
 }
+
+/// Like a consumer of several partitions: one read per stream in turn.
+async fn drain_interleaved(
+    p: &Arc<Prefetcher>,
+    streams: &[(&str, &[RemoteSegment])],
+    max_bytes: usize,
+) -> Vec<Vec<u8>> {
+    let mut next: Vec<i64> = streams.iter().map(|(_, s)| s[0].base_offset).collect();
+    let mut out = vec![Vec::new(); streams.len()];
+    loop {
+        let mut progressed = false;
+        for (i, (name, segs)) in streams.iter().enumerate() {
+            if next[i] > segs.last().unwrap().last_offset {
+                continue;
+            }
+            let got = p
+                .read(request(name, segs, next[i], max_bytes))
+                .await
+                .unwrap();
+            assert!(!got.is_empty(), "{name}: no progress at {}", next[i]);
+            next[i] = next_offset(&got);
+            out[i].extend_from_slice(&got);
+            progressed = true;
+        }
+        if !progressed {
+            return out;
+        }
+    }
+}
+
+#[tokio::test]
+async fn read_ahead_held_by_its_stream_is_fetched_once_though_the_cache_is_small() {
+    let counting = Arc::new(CountingStore::default());
+    let store: Arc<dyn ObjectStore> = counting.clone();
+    let (segs, all) = segments(&store, 4).await;
+    // Four streams (partitions) read in turn through a cache of 16 chunks:
+    // chunks every stream consumed keep arriving, and under LRU they are
+    // newer than read-ahead fetched a while ago.
+    let mut cfg = config(4096, 16 * 4096);
+    cfg.readahead_max_chunks = 8;
+    let p = Prefetcher::new(store.clone(), cfg, ClassPolicy::default())
+        .await
+        .unwrap();
+    // Each stream (partition) has objects of its own, as partitions do.
+    let mut streams: Vec<(String, Vec<RemoteSegment>)> = Vec::new();
+    for i in 0..4 {
+        let mut own = Vec::new();
+        for s in &segs {
+            let mut c = s.clone();
+            for (from, to) in [
+                (&s.log_key, &mut c.log_key),
+                (&s.index_key, &mut c.index_key),
+                (&s.time_index_key, &mut c.time_index_key),
+            ] {
+                *to = format!("p{i}/{from}");
+                store
+                    .copy(&Path::from(from.as_str()), &Path::from(to.as_str()))
+                    .await
+                    .unwrap();
+            }
+            own.push(c);
+        }
+        streams.push((format!("p{i}"), own));
+    }
+    let refs: Vec<(&str, &[RemoteSegment])> = streams
+        .iter()
+        .map(|(n, s)| (n.as_str(), s.as_slice()))
+        .collect();
+    let got = drain_interleaved(&p, &refs, 3000).await;
+    for g in &got {
+        assert_eq!(g, &expected(&all, 1000));
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let chunks: u64 = segs.iter().map(|s| s.size_bytes.div_ceil(4096)).sum();
+    let gets = counting.log_gets.load(Ordering::SeqCst);
+    assert_eq!(
+        gets,
+        4 * chunks,
+        "4 streams x {chunks} chunks: read-ahead evicted before use is fetched twice"
+    );
+    assert!(
+        p.stats.memory_reads.load(Ordering::Relaxed) > 0,
+        "reads whose chunks were held were answered from memory"
+    );
+}
+
+#[tokio::test]
+async fn without_read_ahead_a_read_fetches_only_the_chunks_it_needs() {
+    let counting = Arc::new(CountingStore::default());
+    let store: Arc<dyn ObjectStore> = counting.clone();
+    let (segs, all) = segments(&store, 2).await;
+    let mut cfg = config(4096, 64 << 20);
+    cfg.readahead_max_chunks = 0;
+    cfg.max_concurrent_gets = 1;
+    let p = Prefetcher::new(store.clone(), cfg, ClassPolicy::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        drain(&p, "seq", &segs, 1000, 3000).await,
+        expected(&all, 1000)
+    );
+    let chunks: u64 = segs.iter().map(|s| s.size_bytes.div_ceil(4096)).sum();
+    assert_eq!(p.stats.readahead_chunks.load(Ordering::Relaxed), 0);
+    assert_eq!(p.readahead_depth(), 0);
+    assert_eq!(
+        counting.log_gets.load(Ordering::SeqCst),
+        chunks,
+        "each chunk fetched once, when a read reached it"
+    );
+}

@@ -14,6 +14,13 @@ pub enum ConfigType {
     List = 7,
 }
 
+fn check_nice(v: &str) -> Result<(), String> {
+    match v.trim().parse::<i32>() {
+        Ok(n) if (0..=19).contains(&n) => Ok(()),
+        _ => Err("must be an integer from 0 to 19".into()),
+    }
+}
+
 /// How a value is checked.
 #[derive(Debug, Clone, Copy)]
 pub enum Validator {
@@ -425,8 +432,8 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "remote.fetch.readahead.max.chunks",
         ConfigType::Int,
         "16",
-        Validator::IntAtLeast(1),
-        "Largest read-ahead window of one reading stream, in chunks.",
+        Validator::IntAtLeast(0),
+        "Largest read-ahead window of one reading stream, in chunks; 0: no read-ahead (each read fetches the chunks it needs, one at a time).",
     ),
     broker(
         "remote.fetch.cache.memory.bytes",
@@ -448,6 +455,13 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "2",
         Validator::IntAtLeast(1),
         "Threads of the historical read path's own runtime.",
+    ),
+    broker(
+        "remote.fetch.threads.nice",
+        ConfigType::Int,
+        "10",
+        Validator::Custom(check_nice),
+        "Scheduling niceness of the historical read path's threads (Linux): when CPU runs short, request threads serving producers and tail readers run first. 0: same priority.",
     ),
     broker(
         "remote.fetch.priority.groups",

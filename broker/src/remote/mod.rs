@@ -78,14 +78,21 @@ impl RemoteStorage {
             disk_cache_bytes: n("remote.fetch.cache.disk.bytes"),
             disk_cache_dir: Some(data_dir.join("remote-cache")),
             threads: n("remote.fetch.threads"),
+            thread_nice: broker.i32("remote.fetch.threads.nice"),
             index_cache_bytes: n("remote.log.index.cache.total.size.bytes"),
         };
-        let prefetcher = Prefetcher::new(
-            bucket.store.clone(),
-            prefetch,
-            dynamic.class_policy(&broker),
-        )
-        .await?;
+        // The historical read path gets a client (and connection pool) of its
+        // own: an HTTP connection is driven by a task on the runtime that
+        // opened it, so reusing the uploader's connections would move the
+        // socket work of remote reads onto the broker's request threads.
+        let read_store = match bucket.url.starts_with("memory://") {
+            true => bucket.store.clone(), // one in-memory store must stay one
+            false => strata_tiering::store_url::open(&bucket.url)
+                .map(|b| b.store)
+                .map_err(PrefetchError::Fetch)?,
+        };
+        let prefetcher =
+            Prefetcher::new(read_store, prefetch, dynamic.class_policy(&broker)).await?;
         Ok(Arc::new(RemoteStorage {
             manager: RemoteLogManager::new(bucket.store.clone(), &bucket.prefix, owner, opts),
             prefetcher,

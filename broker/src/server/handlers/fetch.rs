@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future::select_all;
+use futures_util::StreamExt;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
@@ -216,7 +217,8 @@ async fn read_all(
     // Start every remote read at once.
     let policy = remote.prefetcher.budget().policy();
     let mut budget = response_max.saturating_sub(total);
-    let mut reads = Vec::with_capacity(remote_pending.len());
+    let mut reads = futures_util::stream::FuturesUnordered::new();
+    let mut pending = Vec::with_capacity(remote_pending.len());
     for (n, (i, rp)) in remote_pending.into_iter().enumerate() {
         let t = &targets[i];
         let Some(log) = &t.log else {
@@ -232,32 +234,37 @@ async fn read_all(
             class: policy.class_of(group.as_deref(), &client.client_id),
             name: group.unwrap_or_else(|| format!("client:{}", client.client_id)),
         };
-        let r = remote.clone();
         let offset = t.fetch_offset;
-        reads.push((
-            i,
-            tokio::spawn(async move { r.read(&rp, &reader, offset, limit, min_one).await }),
-        ));
+        let r = remote.clone();
+        // Polled here, not spawned: a read answered from memory completes on
+        // its first poll, without a trip through the scheduler.
+        reads.push(async move { (i, r.read(&rp, &reader, offset, limit, min_one).await) });
+        pending.push(i);
     }
     let started = Instant::now();
     let wait_until = deadline.max(started + MIN_REMOTE_WAIT);
-    for (i, handle) in reads {
+    let mut done: Vec<Option<(Result<RemoteRead, PrefetchError>, Duration)>> =
+        (0..targets.len()).map(|_| None).collect();
+    while let Ok(Some((i, r))) = tokio::time::timeout_at(wait_until, reads.next()).await {
+        done[i] = Some((r, started.elapsed()));
+    }
+    // Reads still running go on in the prefetcher (parked for the retry).
+    drop(reads);
+    for i in pending {
         let t = &targets[i];
         let Some(log) = &t.log else { continue };
         let pd = &mut out[i];
-        match tokio::time::timeout_at(wait_until, handle).await {
+        match done[i].take() {
             // Not ready yet: an empty answer; the read goes on into the
             // cache and the client asks again.
-            Err(_) => {
+            None => {
                 fill(pd, remote_result(log, Bytes::new()));
             }
-            Ok(Ok(Ok(RemoteRead::Records(records)))) => {
-                remote
-                    .prefetcher
-                    .delivered(records.len(), started.elapsed());
+            Some((Ok(RemoteRead::Records(records)), waited)) => {
+                remote.prefetcher.delivered(records.len(), waited);
                 total += fill(pd, remote_result(log, records));
             }
-            Ok(Ok(Ok(RemoteRead::NotRemote))) => {
+            Some((Ok(RemoteRead::NotRemote), _)) => {
                 // A gap no segment covers (left while remote storage was
                 // off): continue where the local log starts, as a
                 // compacted log would.
@@ -270,20 +277,15 @@ async fn read_all(
                     }
                 }
             }
-            Ok(Ok(Err(PrefetchError::NotFound(key)))) => {
+            Some((Err(PrefetchError::NotFound(key)), _)) => {
                 tracing::info!(topic = %log.topic(), partition = t.partition, key = %key,
                     "remote segment removed by retention during a fetch");
                 out_of_range(pd, log);
                 any_error = true;
             }
-            Ok(Ok(Err(e))) => {
+            Some((Err(e), _)) => {
                 tracing::warn!(topic = %log.topic(), partition = t.partition, offset = t.fetch_offset,
                     error = %e, "remote read failed; the client will retry");
-                storage_error(pd, log);
-                any_error = true;
-            }
-            Ok(Err(e)) => {
-                tracing::error!(error = %e, "remote read task failed");
                 storage_error(pd, log);
                 any_error = true;
             }
