@@ -9,6 +9,7 @@ use std::path::Path;
 use bytes::Bytes;
 use foyer::{
     BlockEngineConfig, Code, DeviceBuilder, FsDeviceBuilder, HybridCache, HybridCacheBuilder,
+    Throttle,
 };
 
 use crate::error::PrefetchError;
@@ -43,6 +44,7 @@ pub type ChunkCache = HybridCache<ChunkKey, Bytes>;
 pub async fn build(
     memory_bytes: usize,
     disk_bytes: usize,
+    disk_write_bytes_per_sec: usize,
     dir: Option<&Path>,
 ) -> Result<ChunkCache, PrefetchError> {
     let builder = HybridCacheBuilder::new()
@@ -66,8 +68,11 @@ pub async fn build(
                     dir.display()
                 ))
             })?;
+            // foyer's block engine turns away (drops) chunks while writes run
+            // above the device's write throughput.
             let device = FsDeviceBuilder::new(dir)
                 .with_capacity(disk_bytes)
+                .with_throttle(Throttle::new().with_write_throughput(disk_write_bytes_per_sec))
                 .build()
                 .map_err(|e| PrefetchError::Cache(e.to_string()))?;
             builder

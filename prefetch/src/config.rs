@@ -21,6 +21,11 @@ pub struct PrefetchConfig {
     pub memory_cache_bytes: usize,
     /// Local disk for cached chunks (`remote.fetch.cache.disk.bytes`; 0: none).
     pub disk_cache_bytes: usize,
+    /// Most bytes per second written into the disk cache
+    /// (`remote.fetch.cache.disk.write.bytes.per.second`; 0: no limit).
+    /// Chunks evicted from memory beyond it are dropped, not written: a
+    /// catch-up must not load the disk the log's fsyncs need.
+    pub disk_write_bytes_per_sec: usize,
     /// Directory of the disk cache (under the data dir).
     pub disk_cache_dir: Option<PathBuf>,
     /// Threads of the prefetch runtime (`remote.fetch.threads`).
@@ -43,6 +48,7 @@ impl Default for PrefetchConfig {
             readahead_max_chunks: 16,
             memory_cache_bytes: 256 << 20,
             disk_cache_bytes: 0,
+            disk_write_bytes_per_sec: 32 << 20,
             disk_cache_dir: None,
             threads: 2,
             thread_nice: 10,

@@ -13,6 +13,7 @@
 //! jump resets it.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -101,6 +102,9 @@ pub struct Prefetcher {
     budget: Arc<GetBudget>,
     indexes: IndexCache,
     streams: Mutex<HashMap<StreamKey, Stream>>,
+    /// Bytes of read-ahead held by streams, at most half the memory cache:
+    /// beyond that, read-ahead lives in the cache only.
+    held_bytes: AtomicUsize,
     reads: Mutex<HashMap<StreamKey, ParkedRead>>,
     pub stats: Arc<PrefetchStats>,
     handle: tokio::runtime::Handle,
@@ -123,13 +127,14 @@ impl Prefetcher {
             .build()
             .map_err(|e| PrefetchError::Runtime(e.to_string()))?;
         let handle = runtime.handle().clone();
-        let (mem, disk, dir) = (
+        let (mem, disk, rate, dir) = (
             cfg.memory_cache_bytes,
             cfg.disk_cache_bytes,
+            cfg.disk_write_bytes_per_sec,
             cfg.disk_cache_dir.clone(),
         );
         let cache = handle
-            .spawn(async move { chunk_cache::build(mem, disk, dir.as_deref()).await })
+            .spawn(async move { chunk_cache::build(mem, disk, rate, dir.as_deref()).await })
             .await
             .map_err(|e| PrefetchError::Runtime(e.to_string()))??;
         Ok(Arc::new(Prefetcher {
@@ -139,6 +144,7 @@ impl Prefetcher {
             cfg,
             cache,
             streams: Mutex::new(HashMap::new()),
+            held_bytes: AtomicUsize::new(0),
             reads: Mutex::new(HashMap::new()),
             stats: Arc::new(PrefetchStats::default()),
             handle,
@@ -454,7 +460,13 @@ impl Prefetcher {
         let (from, to) = {
             let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
             if streams.len() > 4096 {
-                streams.retain(|_, s| s.used.elapsed() < Duration::from_secs(60));
+                streams.retain(|_, s| {
+                    let keep = s.used.elapsed() < Duration::from_secs(60);
+                    if !keep {
+                        self.release(std::mem::take(&mut s.held));
+                    }
+                    keep
+                });
             }
             let min = self.cfg.readahead_min_chunks.max(1);
             // All windows together may fill at most half the memory cache:
@@ -474,7 +486,7 @@ impl Prefetcher {
             // Idle streams give back what they hold.
             for s in streams.values_mut() {
                 if !s.held.is_empty() && s.used.elapsed() >= Duration::from_secs(10) {
-                    s.held.clear();
+                    self.release(std::mem::take(&mut s.held));
                 }
             }
             let s = streams.entry(req.stream.clone()).or_insert(Stream {
@@ -496,9 +508,11 @@ impl Prefetcher {
             } else {
                 s.window = min;
                 s.ahead_to = None;
-                s.held.clear();
+                self.release(std::mem::take(&mut s.held));
             }
-            s.held = s.held.split_off(&here); // what it read past goes
+            // What it read past goes.
+            let ahead = s.held.split_off(&here);
+            self.release(std::mem::replace(&mut s.held, ahead));
             s.last_start = here;
             s.last_end = here;
             s.used = Instant::now();
@@ -582,10 +596,21 @@ impl Prefetcher {
     fn hold(&self, stream: &StreamKey, at: (i64, u64), chunk: Bytes) {
         let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(s) = streams.get_mut(stream) {
-            if at >= s.last_start && s.ahead_to.is_some_and(|a| at <= a) {
-                s.held.insert(at, chunk);
+            let room = self.held_bytes.load(Ordering::Relaxed) + chunk.len()
+                <= self.cfg.memory_cache_bytes / 2;
+            if room && at >= s.last_start && s.ahead_to.is_some_and(|a| at <= a) {
+                self.held_bytes.fetch_add(chunk.len(), Ordering::Relaxed);
+                if let Some(old) = s.held.insert(at, chunk) {
+                    self.held_bytes.fetch_sub(old.len(), Ordering::Relaxed);
+                }
             }
         }
+    }
+
+    /// Forgets held chunks (the cache may still have them).
+    fn release(&self, held: BTreeMap<(i64, u64), Bytes>) {
+        let bytes: usize = held.values().map(Bytes::len).sum();
+        self.held_bytes.fetch_sub(bytes, Ordering::Relaxed);
     }
 
     /// Records where a stream's read ended (its next read starts there).

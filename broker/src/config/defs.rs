@@ -450,6 +450,13 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "Local disk (under <data-dir>/remote-cache) for cached chunks of remote segments; 0: memory only.",
     ),
     broker(
+        "remote.fetch.cache.disk.write.bytes.per.second",
+        ConfigType::Long,
+        "33554432",
+        Validator::LongAtLeast(0),
+        "Most bytes per second written into the disk cache of remote chunks; chunks evicted from memory beyond it are dropped, so a catch-up never loads the disk the log's fsyncs need. 0: no limit.",
+    ),
+    broker(
         "remote.fetch.threads",
         ConfigType::Int,
         "2",

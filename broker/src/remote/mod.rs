@@ -76,6 +76,7 @@ impl RemoteStorage {
             readahead_max_chunks: n("remote.fetch.readahead.max.chunks"),
             memory_cache_bytes: n("remote.fetch.cache.memory.bytes"),
             disk_cache_bytes: n("remote.fetch.cache.disk.bytes"),
+            disk_write_bytes_per_sec: n("remote.fetch.cache.disk.write.bytes.per.second"),
             disk_cache_dir: Some(data_dir.join("remote-cache")),
             threads: n("remote.fetch.threads"),
             thread_nice: broker.i32("remote.fetch.threads.nice"),
