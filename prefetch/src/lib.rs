@@ -17,6 +17,7 @@ pub mod budget;
 pub mod chunk_cache;
 pub mod classes;
 pub mod config;
+mod cursor;
 pub mod error;
 pub mod index;
 pub mod index_cache;

@@ -22,11 +22,12 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use strata_catalog::RemoteSegment;
 
-use crate::batch_frame::{self, Frame, HEADER_LEN};
+use crate::batch_frame::Frame;
 use crate::budget::GetBudget;
 use crate::chunk_cache::{self, ChunkCache, ChunkKey};
 use crate::classes::{ClassPolicy, PriorityClass};
 use crate::config::PrefetchConfig;
+use crate::cursor::ChunkCursor;
 use crate::error::PrefetchError;
 use crate::index;
 use crate::index_cache::IndexCache;
@@ -350,7 +351,7 @@ impl Prefetcher {
             .map_err(|e| PrefetchError::Runtime(e.to_string()))?
     }
 
-    fn chunk_bytes(&self) -> u64 {
+    pub(crate) fn chunk_bytes(&self) -> u64 {
         self.cfg.chunk_bytes.max(4096) as u64
     }
 
@@ -364,7 +365,7 @@ impl Prefetcher {
     }
 
     /// One chunk of a segment object, from the cache or one shared GET.
-    async fn chunk(
+    pub(crate) async fn chunk(
         &self,
         seg: &RemoteSegment,
         index: u64,
@@ -567,7 +568,7 @@ impl Prefetcher {
 
     /// A chunk from the stream's held read-ahead or the memory cache, or
     /// nothing; never waits.
-    fn chunk_cached(
+    pub(crate) fn chunk_cached(
         &self,
         seg: &RemoteSegment,
         index: u64,
@@ -669,162 +670,5 @@ fn lower_thread_priority(nice: i32) {
         if r != 0 {
             tracing::debug!(error = %std::io::Error::last_os_error(), "cannot lower the prefetch threads' priority");
         }
-    }
-}
-
-/// Sequential batches of one segment from a start position, over chunks.
-struct ChunkCursor<'a> {
-    p: &'a Prefetcher,
-    seg: &'a RemoteSegment,
-    class: PriorityClass,
-    /// The stream whose held read-ahead this cursor may use.
-    stream: Option<&'a StreamKey>,
-    /// Only chunks already in memory: a missing one ends the read with
-    /// `PrefetchError::NotCached` instead of a GET.
-    cached_only: bool,
-    /// Chunks found in memory in `cached_only` mode (counted as cache hits
-    /// only if the whole read is answered that way).
-    hits: u64,
-    /// Absolute position of `buf[0]`.
-    start: u64,
-    buf: Bytes,
-    at: usize,
-    /// Start (in `buf`) of the batches kept since the last skip or refill.
-    run: Option<usize>,
-    kept: Vec<Bytes>,
-}
-
-impl<'a> ChunkCursor<'a> {
-    fn new(p: &'a Prefetcher, seg: &'a RemoteSegment, class: PriorityClass, start: u64) -> Self {
-        ChunkCursor {
-            p,
-            seg,
-            class,
-            stream: None,
-            cached_only: false,
-            hits: 0,
-            start,
-            buf: Bytes::new(),
-            at: 0,
-            run: None,
-            kept: Vec::new(),
-        }
-    }
-
-    fn corrupt(&self, message: String) -> PrefetchError {
-        PrefetchError::Corrupt {
-            key: self.seg.log_key.clone(),
-            position: self.start + self.at as u64,
-            message,
-        }
-    }
-
-    async fn next(&mut self) -> Result<Option<Frame>, PrefetchError> {
-        loop {
-            let avail = &self.buf[self.at..];
-            match batch_frame::parse(avail) {
-                Ok(Some(f)) if f.size <= avail.len() => return Ok(Some(f)),
-                Ok(Some(f)) => self.refill(f.size).await?,
-                Ok(None) => {
-                    let pos = self.start + self.at as u64;
-                    if pos >= self.seg.size_bytes {
-                        return Ok(None);
-                    }
-                    if self.seg.size_bytes - pos < HEADER_LEN as u64 {
-                        return Err(self.corrupt("truncated batch header".into()));
-                    }
-                    self.refill(HEADER_LEN).await?
-                }
-                Err(m) => return Err(self.corrupt(m)),
-            }
-        }
-    }
-
-    /// Makes at least `need` bytes from the current position available:
-    /// the rest of the chunk there (no copy), or, when a batch crosses into
-    /// the next chunk, a buffer of just those `need` bytes.
-    async fn refill(&mut self, need: usize) -> Result<(), PrefetchError> {
-        self.end_run();
-        let from = self.start + self.at as u64;
-        if from + need as u64 > self.seg.size_bytes {
-            return Err(self.corrupt(format!(
-                "batch of {need} bytes runs past the end of the {}-byte object",
-                self.seg.size_bytes
-            )));
-        }
-        let cb = self.p.chunk_bytes();
-        let mut parts: Vec<Bytes> = Vec::new();
-        let mut have = 0usize;
-        let mut pos = from;
-        while have < need {
-            let index = pos / cb;
-            let chunk = if self.cached_only {
-                let c = self
-                    .p
-                    .chunk_cached(self.seg, index, self.stream)
-                    .ok_or(PrefetchError::NotCached)?;
-                self.hits += 1;
-                c
-            } else {
-                self.p
-                    .chunk(self.seg, index, self.class, self.stream)
-                    .await?
-            };
-            let off = (pos - index * cb) as usize;
-            if off >= chunk.len() {
-                return Err(self.corrupt(format!("chunk {index} ends before byte {pos}")));
-            }
-            let part = if have == 0 {
-                chunk.slice(off..)
-            } else {
-                chunk.slice(off..chunk.len().min(off + (need - have)))
-            };
-            have += part.len();
-            pos += part.len() as u64;
-            parts.push(part);
-        }
-        self.buf = if parts.len() == 1 {
-            parts.pop().unwrap_or_default()
-        } else {
-            let mut b = BytesMut::with_capacity(need);
-            for p in parts {
-                let want = need - b.len();
-                b.extend_from_slice(&p[..p.len().min(want)]);
-            }
-            b.freeze()
-        };
-        self.start = from;
-        self.at = 0;
-        Ok(())
-    }
-
-    fn take(&mut self, f: &Frame) -> Bytes {
-        let b = self.buf.slice(self.at..self.at + f.size);
-        self.at += f.size;
-        b
-    }
-
-    /// Keeps the batch `f` for the answer, joined to the batches kept just
-    /// before it when they lie together in the same buffer.
-    fn keep(&mut self, f: &Frame) {
-        self.run.get_or_insert(self.at);
-        self.at += f.size;
-    }
-
-    fn skip(&mut self, f: &Frame) {
-        self.end_run();
-        self.at += f.size;
-    }
-
-    fn end_run(&mut self) {
-        if let Some(s) = self.run.take() {
-            self.kept.push(self.buf.slice(s..self.at));
-        }
-    }
-
-    /// The kept batches, as few slices as they lie in.
-    fn kept(&mut self) -> Vec<Bytes> {
-        self.end_run();
-        std::mem::take(&mut self.kept)
     }
 }

@@ -487,7 +487,8 @@ def test_disk_cache(h):
     mostly from disk."""
     b = h.broker
     chunks = chunk_count(h.manifests)
-    h.ensure({"remote.fetch.cache.memory.bytes": MiB, "remote.fetch.cache.disk.bytes": 64 * MiB})
+    h.ensure({"remote.fetch.cache.memory.bytes": MiB, "remote.fetch.cache.disk.bytes": 64 * MiB,
+              "remote.fetch.cache.disk.write.bytes.per.second": 0})
     m0 = pf_metrics(b)
     h.read_all("disk-a", timeout=60)
     m1 = wait_idle(b)
@@ -504,6 +505,29 @@ def test_disk_cache(h):
     assert d2["strata_remote_get_total"] <= chunks * 0.5, \
         f"with a 64 MiB disk cache a second read needed {d2['strata_remote_get_total']:.0f} GETs for {chunks} chunks"
     assert d2["strata_remote_cache_hits_total"] >= chunks * 0.5, d2
+
+
+@pytest.mark.slow
+def test_disk_cache_write_rate_limit(h):
+    """remote.fetch.cache.disk.write.bytes.per.second bounds what a catch-up
+    writes into the disk cache: at 64 KiB/s (one chunk a second) almost
+    every chunk evicted from memory is dropped, not written, so a second
+    read fetches most chunks again; reads stay exact."""
+    b = h.broker
+    chunks = chunk_count(h.manifests)
+    h.ensure({"remote.fetch.cache.memory.bytes": MiB, "remote.fetch.cache.disk.bytes": 64 * MiB,
+              "remote.fetch.cache.disk.write.bytes.per.second": CHUNK})
+    m0 = pf_metrics(b)
+    h.read_all("limited-a", timeout=60)
+    m1 = wait_idle(b)
+    time.sleep(1.0)
+    h.read_all("limited-b", timeout=60)
+    m2 = wait_idle(b)
+    d2 = delta(m2, m1)
+    print(f"disk writes limited to one chunk/s: first read {delta(m1, m0)}\nsecond read {d2}")
+    assert d2["strata_remote_get_total"] >= chunks * 0.5, \
+        f"the limit let most chunks onto disk: the second read needed only {d2['strata_remote_get_total']:.0f} " \
+        f"GETs for {chunks} chunks"
 
 
 # ---------------------------------------------------------------------------
