@@ -353,14 +353,7 @@ impl FsStore {
         blocking(move || match fs::metadata(&path) {
             Ok(m) if m.is_file() => Ok(meta_of(&m)),
             Ok(_) => Err(S3Error::NoSuchKey(key)),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-                ) =>
-            {
-                Err(S3Error::NoSuchKey(key))
-            }
+            Err(e) if missing(&e) => Err(S3Error::NoSuchKey(key)),
             Err(e) => Err(e.into()),
         })
         .await
@@ -374,14 +367,7 @@ impl FsStore {
         blocking(move || {
             let file = match File::open(&path) {
                 Ok(f) => f,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-                    ) =>
-                {
-                    return Err(S3Error::NoSuchKey(key))
-                }
+                Err(e) if missing(&e) => return Err(S3Error::NoSuchKey(key)),
                 Err(e) => return Err(e.into()),
             };
             let m = file.metadata()?;
@@ -548,17 +534,18 @@ fn prune_empty_dirs(path: &Path, bucket_dir: &Path) {
     }
 }
 
+/// Nothing there: no such file, or a file where a directory was expected.
+fn missing(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
+}
+
 fn walk(dir: &Path, bucket_dir: &Path, out: &mut Vec<(String, ObjectMeta)>) -> S3Result<()> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-            ) =>
-        {
-            return Ok(())
-        }
+        Err(e) if missing(&e) => return Ok(()),
         Err(e) => return Err(e.into()),
     };
     for e in entries {
