@@ -187,7 +187,7 @@ async fn put_object(store: &FsStore, b: &str, k: &str, r: Req) -> S3Result<Respo
     store.head_bucket(b)?;
     let cond = write_condition(&r.headers);
     let staged = body_to_staged(store, &r.headers, r.body).await?;
-    let meta = store.put(b, k, staged, cond).await?;
+    let meta = store.commit(staged, b, k, cond).await?;
     Ok(with_etag(empty(StatusCode::OK), &meta))
 }
 

@@ -18,12 +18,22 @@ pub mod store;
 pub mod xml;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
 pub use error::S3Error;
 pub use store::FsStore;
+
+/// The store over `root`, with `buckets` created.
+fn open_store(root: &Path, buckets: &[impl AsRef<str>]) -> anyhow::Result<Arc<FsStore>> {
+    let store = FsStore::open(root)?;
+    for b in buckets {
+        store.create_bucket(b.as_ref())?;
+    }
+    Ok(store)
+}
 
 /// Serves the directory `root` on `listener` until `shutdown` completes.
 pub async fn serve(
@@ -32,10 +42,7 @@ pub async fn serve(
     buckets: &[String],
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let store = FsStore::open(&root)?;
-    for b in buckets {
-        store.create_bucket(b)?;
-    }
+    let store = open_store(&root, buckets)?;
     axum::serve(listener, http::router(store))
         .with_graceful_shutdown(shutdown)
         .await?;
@@ -53,11 +60,7 @@ impl TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let buckets: Vec<String> = buckets.iter().map(|b| b.to_string()).collect();
-        let store = FsStore::open(&root)?;
-        for b in &buckets {
-            store.create_bucket(b)?;
-        }
+        let store = open_store(&root, buckets)?;
         tokio::spawn(async move {
             let _ = axum::serve(listener, http::router(store))
                 .with_graceful_shutdown(async {

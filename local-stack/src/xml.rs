@@ -57,19 +57,7 @@ fn char_ref(digits: &str, radix: u32, s: &str) -> Result<char, S3Error> {
 
 /// The unescaped text of every `<tag>...</tag>` inside `doc`, in order.
 pub fn texts(doc: &str, tag: &str) -> Result<Vec<String>, S3Error> {
-    let open = format!("<{tag}>");
-    let close = format!("</{tag}>");
-    let mut out = Vec::new();
-    let mut rest = doc;
-    while let Some(i) = rest.find(&open) {
-        let body = &rest[i + open.len()..];
-        let j = body
-            .find(&close)
-            .ok_or_else(|| S3Error::MalformedXml(format!("<{tag}> is not closed")))?;
-        out.push(unescape(&body[..j])?);
-        rest = &body[j + close.len()..];
-    }
-    Ok(out)
+    elements(doc, tag)?.into_iter().map(unescape).collect()
 }
 
 /// The raw inner text of every `<tag>...</tag>` (for elements that hold elements).

@@ -297,16 +297,6 @@ impl FsStore {
         .await
     }
 
-    pub async fn put(
-        &self,
-        bucket: &str,
-        key: &str,
-        staged: PathBuf,
-        cond: WriteCondition,
-    ) -> S3Result<ObjectMeta> {
-        self.commit(staged, bucket, key, cond).await
-    }
-
     /// CopyObject: the source's bytes as a new object.
     pub async fn copy(
         &self,
