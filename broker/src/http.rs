@@ -349,6 +349,14 @@ const PREFETCH_FAMILIES: &[PrefetchFamily] = &[
     ),
     (
         (
+            "strata_remote_readahead_held_bytes",
+            "gauge",
+            "Read-ahead held for its readers or on its way (at most half the memory cache).",
+        ),
+        |p| p.readahead_held_bytes() as f64,
+    ),
+    (
+        (
             "strata_remote_gets_in_flight",
             "gauge",
             "GETs in flight now.",

@@ -103,8 +103,12 @@ pub struct Prefetcher {
     budget: Arc<GetBudget>,
     indexes: IndexCache,
     streams: Mutex<HashMap<StreamKey, Stream>>,
-    /// Bytes of read-ahead held by streams, at most half the memory cache:
-    /// beyond that, read-ahead lives in the cache only.
+    /// Bytes of read-ahead held by streams or on its way to them, at most
+    /// half the memory cache. Room is reserved when the read-ahead is
+    /// requested, not when it arrives: read-ahead that could not be held
+    /// would live in the shared cache only, where it can be evicted before
+    /// its reader arrives and be fetched twice. Beyond the limit, no
+    /// read-ahead is requested and reads fetch the chunks they need.
     held_bytes: AtomicUsize,
     reads: Mutex<HashMap<StreamKey, ParkedRead>>,
     pub stats: Arc<PrefetchStats>,
@@ -169,6 +173,11 @@ impl Prefetcher {
             .filter(|s| s.used.elapsed() < Duration::from_secs(60))
             .map(|s| s.window)
             .sum()
+    }
+
+    /// Bytes of read-ahead held by streams or on its way to them.
+    pub fn readahead_held_bytes(&self) -> usize {
+        self.held_bytes.load(Ordering::Relaxed)
     }
 
     /// Whole batches from `req.offset` (or the first after it) within
@@ -458,7 +467,8 @@ impl Prefetcher {
         let span = (req.max_bytes as u64)
             .div_ceil(self.chunk_bytes())
             .clamp(1, 64) as usize;
-        let (from, to) = {
+        let mut wanted = Vec::new();
+        {
             let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
             if streams.len() > 4096 {
                 streams.retain(|_, s| {
@@ -478,11 +488,13 @@ impl Prefetcher {
                 .filter(|s| s.used.elapsed() < Duration::from_secs(10))
                 .count()
                 .max(1);
+            // A stream holds from the chunk it reads to the end of its
+            // window: the read's own `span` chunks, then `window` more.
             let cache_chunks = self.cfg.memory_cache_bytes / 2 / self.chunk_bytes() as usize;
             let max = self
                 .cfg
                 .readahead_max_chunks
-                .min(cache_chunks / active)
+                .min((cache_chunks / active).saturating_sub(span + 1))
                 .max(min);
             // Idle streams give back what they hold.
             for s in streams.values_mut() {
@@ -517,38 +529,32 @@ impl Prefetcher {
             s.last_start = here;
             s.last_end = here;
             s.used = Instant::now();
-            // Request (ahead_to, here + span + window], and `here` itself.
-            let from = match s.ahead_to {
-                Some(a) if a >= here => Some(a),
-                _ => None,
+            // Request (ahead_to, here + span + window], and `here` itself,
+            // as far as there is room to hold them.
+            let mut pos = match s.ahead_to {
+                Some(a) if a >= here => a,
+                _ => {
+                    if !self.reserve(&req.segments, here) {
+                        return;
+                    }
+                    wanted.push(here);
+                    s.ahead_to = Some(here);
+                    here
+                }
             };
             let to = self.nth_after(&req.segments, here, span + s.window);
-            if let Some(t) = to {
-                if s.ahead_to.is_none_or(|a| t > a) {
-                    s.ahead_to = Some(t);
-                }
-            }
-            (from, to)
-        };
-        let mut wanted = Vec::new();
-        let mut pos = match from {
-            Some(a) => a,
-            None => {
-                wanted.push(here);
-                here
-            }
-        };
-        if let Some(to) = to {
             while let Some(next) = self.successor(&req.segments, pos) {
-                if next > to {
+                if to.is_none_or(|t| next > t) || !self.reserve(&req.segments, next) {
                     break;
                 }
                 wanted.push(next);
+                s.ahead_to = Some(next);
                 pos = next;
             }
         }
         for (base, c) in wanted {
             let Some(seg) = req.segments.iter().find(|s| s.base_offset == base).cloned() else {
+                self.unreserve(&req.segments, (base, c));
                 continue;
             };
             let me = self.clone();
@@ -557,8 +563,9 @@ impl Prefetcher {
             PrefetchStats::add(&self.stats.readahead_chunks, 1);
             self.handle.spawn(async move {
                 match me.chunk(&seg, c, class, None).await {
-                    Ok(chunk) => me.hold(&stream, (base, c), chunk),
+                    Ok(chunk) => me.hold(&stream, &seg, (base, c), chunk),
                     Err(e) => {
+                        me.unreserve(std::slice::from_ref(&seg), (base, c));
                         tracing::debug!(object = %seg.log_key, chunk = c, error = %e, "read-ahead failed")
                     }
                 }
@@ -592,18 +599,47 @@ impl Prefetcher {
         streams.get(stream)?.held.get(&at).cloned()
     }
 
-    /// Keeps an arrived read-ahead chunk for its stream, if the stream has
-    /// not read past it or jumped elsewhere meanwhile.
-    fn hold(&self, stream: &StreamKey, at: (i64, u64), chunk: Bytes) {
+    /// Bytes of chunk `at` of `segs`: what holding it takes.
+    fn chunk_len(&self, segs: &[RemoteSegment], at: (i64, u64)) -> usize {
+        let cb = self.chunk_bytes();
+        segs.iter().find(|s| s.base_offset == at.0).map_or(0, |s| {
+            s.size_bytes.saturating_sub(at.1 * cb).min(cb) as usize
+        })
+    }
+
+    /// Takes room for holding chunk `at`, if the limit allows.
+    fn reserve(&self, segs: &[RemoteSegment], at: (i64, u64)) -> bool {
+        let len = self.chunk_len(segs, at);
+        let limit = self.cfg.memory_cache_bytes / 2;
+        self.held_bytes
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                (held + len <= limit).then_some(held + len)
+            })
+            .is_ok()
+    }
+
+    fn unreserve(&self, segs: &[RemoteSegment], at: (i64, u64)) {
+        self.held_bytes
+            .fetch_sub(self.chunk_len(segs, at), Ordering::Relaxed);
+    }
+
+    /// Keeps an arrived read-ahead chunk for its stream in the room reserved
+    /// for it, unless the stream read past it or jumped elsewhere meanwhile
+    /// (then the room goes back).
+    fn hold(&self, stream: &StreamKey, seg: &RemoteSegment, at: (i64, u64), chunk: Bytes) {
+        let reserved = self.chunk_len(std::slice::from_ref(seg), at);
         let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = streams.get_mut(stream) {
-            let room = self.held_bytes.load(Ordering::Relaxed) + chunk.len()
-                <= self.cfg.memory_cache_bytes / 2;
-            if room && at >= s.last_start && s.ahead_to.is_some_and(|a| at <= a) {
+        match streams.get_mut(stream) {
+            Some(s) if at >= s.last_start && s.ahead_to.is_some_and(|a| at <= a) => {
+                // Accounted as its actual length from here on.
                 self.held_bytes.fetch_add(chunk.len(), Ordering::Relaxed);
+                self.held_bytes.fetch_sub(reserved, Ordering::Relaxed);
                 if let Some(old) = s.held.insert(at, chunk) {
                     self.held_bytes.fetch_sub(old.len(), Ordering::Relaxed);
                 }
+            }
+            _ => {
+                self.held_bytes.fetch_sub(reserved, Ordering::Relaxed);
             }
         }
     }

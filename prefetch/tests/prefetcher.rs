@@ -532,6 +532,11 @@ async fn read_ahead_held_by_its_stream_is_fetched_once_though_the_cache_is_small
         assert_eq!(g, &expected(&all, 1000));
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
+    let held = p.readahead_held_bytes();
+    assert!(
+        held <= 8 * 4096,
+        "held read-ahead {held} B is over half the memory cache"
+    );
     let chunks: u64 = segs.iter().map(|s| s.size_bytes.div_ceil(4096)).sum();
     let gets = counting.log_gets.load(Ordering::SeqCst);
     assert_eq!(

@@ -49,7 +49,8 @@ COUNTERS = (
     "strata_remote_get_errors_total", "strata_remote_cache_hits_total", "strata_remote_cache_misses_total",
     "strata_remote_readahead_chunks_total",
 )
-GAUGES = ("strata_remote_reads_paused", "strata_remote_readahead_depth_chunks", "strata_remote_gets_in_flight", "strata_remote_bytes_in_flight")
+GAUGES = ("strata_remote_reads_paused", "strata_remote_readahead_depth_chunks", "strata_remote_readahead_held_bytes",
+          "strata_remote_gets_in_flight", "strata_remote_bytes_in_flight")
 CLASSES = ("critical", "standard", "bulk")
 
 
