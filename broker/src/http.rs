@@ -349,6 +349,22 @@ const PREFETCH_FAMILIES: &[PrefetchFamily] = &[
     ),
     (
         (
+            "strata_remote_fetch_throttled_total",
+            "counter",
+            "Fetches whose remote partitions waited for remote.log.manager.fetch.max.bytes.per.second.",
+        ),
+        |p| n(&p.quota().throttled),
+    ),
+    (
+        (
+            "strata_remote_fetch_throttle_seconds_total",
+            "counter",
+            "Time those fetches waited for the quota.",
+        ),
+        |p| n(&p.quota().throttle_micros) / 1e6,
+    ),
+    (
+        (
             "strata_remote_readahead_held_bytes",
             "gauge",
             "Read-ahead held for its readers or on its way (at most half the memory cache).",

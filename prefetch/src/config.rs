@@ -36,6 +36,9 @@ pub struct PrefetchConfig {
     pub thread_nice: i32,
     /// Memory for cached segment indexes (`remote.log.index.cache.total.size.bytes`).
     pub index_cache_bytes: usize,
+    /// Most bytes per second served from history to all clients together
+    /// (`remote.log.manager.fetch.max.bytes.per.second`; 0: no limit).
+    pub fetch_max_bytes_per_sec: u64,
 }
 
 impl Default for PrefetchConfig {
@@ -53,6 +56,7 @@ impl Default for PrefetchConfig {
             threads: 2,
             thread_nice: 10,
             index_cache_bytes: 64 << 20,
+            fetch_max_bytes_per_sec: 0,
         }
     }
 }

@@ -22,10 +22,12 @@ pub mod error;
 pub mod index;
 pub mod index_cache;
 pub mod prefetcher;
+pub mod quota;
 pub mod stats;
 
 pub use classes::{ClassPolicy, PriorityClass};
 pub use config::PrefetchConfig;
 pub use error::PrefetchError;
 pub use prefetcher::{Prefetcher, ReadRequest, StreamKey};
+pub use quota::FetchQuota;
 pub use stats::PrefetchStats;

@@ -31,6 +31,7 @@ use crate::cursor::ChunkCursor;
 use crate::error::PrefetchError;
 use crate::index;
 use crate::index_cache::IndexCache;
+use crate::quota::FetchQuota;
 use crate::stats::PrefetchStats;
 
 /// Who reads: consumer group (or client), topic, partition.
@@ -111,6 +112,7 @@ pub struct Prefetcher {
     /// read-ahead is requested and reads fetch the chunks they need.
     held_bytes: AtomicUsize,
     reads: Mutex<HashMap<StreamKey, ParkedRead>>,
+    quota: FetchQuota,
     pub stats: Arc<PrefetchStats>,
     handle: tokio::runtime::Handle,
     _runtime: OwnedRuntime,
@@ -142,6 +144,7 @@ impl Prefetcher {
             .spawn(async move { chunk_cache::build(mem, disk, rate, dir.as_deref()).await })
             .await
             .map_err(|e| PrefetchError::Runtime(e.to_string()))??;
+        let fetch_rate = cfg.fetch_max_bytes_per_sec;
         Ok(Arc::new(Prefetcher {
             store,
             budget: GetBudget::new(cfg.max_concurrent_gets, cfg.max_bytes_in_flight, policy),
@@ -151,6 +154,7 @@ impl Prefetcher {
             streams: Mutex::new(HashMap::new()),
             held_bytes: AtomicUsize::new(0),
             reads: Mutex::new(HashMap::new()),
+            quota: FetchQuota::new(fetch_rate),
             stats: Arc::new(PrefetchStats::default()),
             handle,
             _runtime: OwnedRuntime(Some(runtime)),
@@ -163,6 +167,11 @@ impl Prefetcher {
 
     pub fn budget(&self) -> &Arc<GetBudget> {
         &self.budget
+    }
+
+    /// The byte rate history may be served at.
+    pub fn quota(&self) -> &FetchQuota {
+        &self.quota
     }
 
     /// Sum of the read-ahead windows of streams active in the last minute.
@@ -258,6 +267,7 @@ impl Prefetcher {
     /// Counts bytes a fetch actually delivered from remote segments, and how
     /// long it waited for them.
     pub fn delivered(&self, bytes: usize, waited: Duration) {
+        self.quota.charge(bytes);
         PrefetchStats::add(&self.stats.reads, 1);
         PrefetchStats::add(&self.stats.bytes_read, bytes as u64);
         PrefetchStats::add(&self.stats.read_wait_micros, waited.as_micros() as u64);

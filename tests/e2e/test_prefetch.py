@@ -47,7 +47,8 @@ COUNTERS = (
     "strata_remote_fetch_bytes_total", "strata_remote_fetch_reads_total", "strata_remote_fetch_wait_seconds_total",
     "strata_remote_get_total", "strata_remote_get_bytes_total", "strata_remote_get_seconds_total",
     "strata_remote_get_errors_total", "strata_remote_cache_hits_total", "strata_remote_cache_misses_total",
-    "strata_remote_readahead_chunks_total",
+    "strata_remote_readahead_chunks_total", "strata_remote_fetch_throttled_total",
+    "strata_remote_fetch_throttle_seconds_total",
 )
 GAUGES = ("strata_remote_reads_paused", "strata_remote_readahead_depth_chunks", "strata_remote_readahead_held_bytes",
           "strata_remote_gets_in_flight", "strata_remote_bytes_in_flight")
@@ -658,6 +659,53 @@ def test_dynamic_broker_settings(h):
     for name in DYNAMIC:
         assert tu.config_source(e[name]) == ConfigSource.DEFAULT_CONFIG, f"{name} after DELETE: {e[name]}"
     assert e["remote.fetch.bulk.paused"].value == "false"
+
+
+QUOTA = "remote.log.manager.fetch.max.bytes.per.second"
+
+
+@pytest.mark.slow
+def test_remote_fetch_quota(h):
+    """remote.log.manager.fetch.max.bytes.per.second (dynamic) caps the rate
+    at which history is served: a group reading ~21 MiB of tiered history
+    at a 4 MiB/s quota takes at least (size - a tenth of a second's burst)
+    / rate,
+    reads every record byte for byte, and the broker counts the fetches
+    that waited. Bad values are refused naming the setting; DELETE lifts
+    the quota, after which a new group is not throttled."""
+    b = h.broker
+    h.ensure()
+    size = remote_bytes(h.manifests)
+    rate = 4 * MiB
+    adm = kutil.admin(b.bootstrap)
+    for bad in ("0", "-5", "fast"):
+        err = alter_broker_fails(adm, {QUOTA: bad})
+        assert kutil.error_code(err) == KafkaError.INVALID_CONFIG, f"{QUOTA}={bad}: {kutil.error_str(err)}"
+        assert QUOTA in kutil.error_str(err), f"INVALID_CONFIG for {QUOTA}={bad} does not name it"
+    try:
+        alter_broker(adm, {QUOTA: rate})
+        e = describe_broker(adm)
+        assert e[QUOTA].value == str(rate), e[QUOTA]
+        assert tu.config_source(e[QUOTA]) == ConfigSource.DYNAMIC_BROKER_CONFIG, e[QUOTA]
+        m0 = pf_metrics(b)
+        t0 = time.monotonic()
+        h.read_all("quota-a", timeout=120)
+        took = time.monotonic() - t0
+        d = delta(pf_metrics(b), m0)
+        least = (size - rate / 10) / rate
+        print(f"{size} bytes of history at a {rate} B/s quota: {took:.1f}s (at least {least:.1f}s): {d}")
+        assert took >= least * 0.95, \
+            f"{size} bytes of history were served in {took:.1f}s under a {rate} B/s quota (at least {least:.1f}s)"
+        assert d["strata_remote_fetch_throttled_total"] > 0, d
+        assert d["strata_remote_fetch_throttle_seconds_total"] > 0, d
+    finally:
+        alter_broker(adm, {QUOTA: None})
+    e = describe_broker(adm)
+    assert tu.config_source(e[QUOTA]) == ConfigSource.DEFAULT_CONFIG, e[QUOTA]
+    m1 = pf_metrics(b)
+    h.read_all("quota-b", timeout=120)
+    d = delta(pf_metrics(b), m1)
+    assert d["strata_remote_fetch_throttled_total"] == 0, f"throttled after the quota was deleted: {d}"
 
 
 @pytest.mark.slow

@@ -492,6 +492,13 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "Pause historical reads of the bulk class (fetches of bulk readers wait and return empty). Dynamic.",
     ),
     broker(
+        "remote.log.manager.fetch.max.bytes.per.second",
+        ConfigType::Long,
+        "9223372036854775807",
+        Validator::LongAtLeast(1),
+        "Most bytes per second served from remote segments to all fetches together (KIP-956); a fetch that finds it used up waits for it within its max wait, or returns its local partitions only. The default means no limit. Dynamic.",
+    ),
+    broker(
         "remote.log.index.cache.total.size.bytes",
         ConfigType::Long,
         "67108864",
@@ -537,6 +544,7 @@ pub const DYNAMIC_BROKER_CONFIGS: &[&str] = &[
     "remote.fetch.priority.groups",
     "remote.fetch.priority.shares",
     "remote.fetch.bulk.paused",
+    "remote.log.manager.fetch.max.bytes.per.second",
 ];
 
 fn check_priority_groups(v: &str) -> Result<(), String> {

@@ -90,6 +90,14 @@ impl DynamicConfigs {
         (broker.value(name), source)
     }
 
+    /// `remote.log.manager.fetch.max.bytes.per.second` as configured now.
+    pub fn fetch_quota_rate(&self, broker: &BrokerConfig) -> u64 {
+        self.value(broker, "remote.log.manager.fetch.max.bytes.per.second")
+            .0
+            .parse::<i64>()
+            .map_or(0, |v| v.max(0) as u64)
+    }
+
     /// The historical read path's priority classes as configured now.
     pub fn class_policy(&self, broker: &BrokerConfig) -> ClassPolicy {
         let get = |n: &str| self.value(broker, n).0;

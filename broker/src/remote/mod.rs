@@ -81,6 +81,7 @@ impl RemoteStorage {
             threads: n("remote.fetch.threads"),
             thread_nice: broker.i32("remote.fetch.threads.nice"),
             index_cache_bytes: n("remote.log.index.cache.total.size.bytes"),
+            fetch_max_bytes_per_sec: dynamic.fetch_quota_rate(&broker),
         };
         // The historical read path gets a client (and connection pool) of its
         // own: an HTTP connection is driven by a task on the runtime that

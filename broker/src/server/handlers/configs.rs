@@ -264,6 +264,9 @@ async fn alter_resource(
                 r.prefetcher
                     .budget()
                     .set_policy(b.dynamic.class_policy(&b.config));
+                r.prefetcher
+                    .quota()
+                    .set_rate(b.dynamic.fetch_quota_rate(&b.config));
             }
             tracing::info!(settings = ?b.dynamic.values(), "updated dynamic broker settings");
             Ok(())

@@ -214,6 +214,28 @@ async fn read_all(
     if remote_pending.is_empty() {
         return (out, total, any_error);
     }
+    // remote.log.manager.fetch.max.bytes.per.second: a fetch that finds the
+    // quota used up waits for it (within its wait) if it has nothing else
+    // to return; one with local data returns that now, its remote
+    // partitions empty (not an error: the client asks again).
+    let quota = remote.prefetcher.quota();
+    if let Some(delay) = quota.delay() {
+        let t0 = Instant::now();
+        let ready = total == 0 && {
+            let wait_until = deadline.max(t0 + MIN_REMOTE_WAIT);
+            tokio::time::sleep_until((t0 + delay).min(wait_until)).await;
+            quota.delay().is_none()
+        };
+        quota.throttled(t0.elapsed());
+        if !ready {
+            for (i, _) in remote_pending {
+                if let Some(log) = &targets[i].log {
+                    fill(&mut out[i], remote_result(log, Bytes::new()));
+                }
+            }
+            return (out, total, any_error);
+        }
+    }
     // Start every remote read at once.
     let policy = remote.prefetcher.budget().policy();
     let mut budget = response_max.saturating_sub(total);
