@@ -40,6 +40,7 @@ Environment: BENCH_BYTES [1073741824]  BENCH_LATENCY_MS [20]
   BENCH_ISOLATION_REPEAT [3; quiet and catch-up runs alternate, medians reported]
   BENCH_ISOLATION_QUOTA [104857600; the catch-up runs again with
     remote.log.manager.fetch.max.bytes.per.second at this rate; 0: skip]
+  BENCH_ISOLATION_UNCAPPED [1; 0: skip the uncapped catch-up runs]
   BENCH_LOCAL_CATCHUP [0; 1: also an isolation run whose catch-up reads local disk]
   BENCH_VMSTAT, BENCH_STRACE=<strace -e expr> [diagnostics of the isolation runs]
   BENCH_S3 [strata-s3 | s3s-fs]  BENCH_PERF [unset; 1: perf record the reads]
@@ -529,8 +530,9 @@ def main():
                 brokers.append(b)
                 subprocess.run(["sync"], check=False)
                 log(f"isolation: the same with two consumers catching up from offset 0 {k} ...")
-                busy.append(tail_run(b, work, f"tail-catchup-{i}", ["history", "history"]))
-                served.append(metric_sum(metrics(b), "strata_remote_fetch_bytes_total"))
+                if os.environ.get("BENCH_ISOLATION_UNCAPPED", "1") == "1":
+                    busy.append(tail_run(b, work, f"tail-catchup-{i}", ["history", "history"]))
+                    served.append(metric_sum(metrics(b), "strata_remote_fetch_bytes_total"))
                 if ISOLATION_QUOTA:
                     b.stop()
                     b = start_broker(work, data, url, env, quota_settings, f"broker-l{i}")
@@ -544,7 +546,7 @@ def main():
             if NICE_OTHERS:
                 renice(s3_pid, 0)
             out["tail_quiet"] = median_isolation(quiet)
-            out["tail_with_catchup"] = median_isolation(busy)
+            out["tail_with_catchup"] = median_isolation(busy) if busy else {}
             out["tail_with_catchup"]["remote_bytes_served"] = served
             out["during_p99_ratio_per_pair"] = [round(c["during_p99_ms"] / q["tail_p99_ms"], 2)
                                                 for q, c in zip(quiet, busy)
