@@ -13,6 +13,8 @@ pub mod error;
 pub mod layout;
 pub mod manifest;
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod topics;
 
 pub use error::CatalogError;

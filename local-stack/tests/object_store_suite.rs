@@ -9,7 +9,7 @@ use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::integration::*;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
-use strata_catalog::{PartitionCatalog, PartitionPath};
+use strata_catalog::PartitionPath;
 use strata_local_stack::TestServer;
 
 fn client(server: &TestServer, bucket: &str) -> AmazonS3 {
@@ -121,30 +121,7 @@ async fn sixteen_concurrent_catalog_claims_get_sixteen_epochs() {
         .unwrap();
     let store: Arc<dyn ObjectStore> = Arc::new(client(&server, "strata"));
     let path = PartitionPath::new("cluster", "t", "id", 0);
-    let tasks: Vec<_> = (0..16)
-        .map(|i| {
-            let (s, p) = (store.clone(), path.clone());
-            tokio::spawn(async move { PartitionCatalog::claim(s, p, &format!("broker-{i}")).await })
-        })
-        .collect();
-    let mut epochs = Vec::new();
-    for t in tasks {
-        let c = t.await.unwrap().unwrap();
-        epochs.push((c.writer_epoch().unwrap(), c.manifest().owner.clone()));
-    }
-    epochs.sort_unstable();
-    let mut distinct: Vec<u64> = epochs.iter().map(|(e, _)| *e).collect();
-    distinct.dedup();
-    assert_eq!(
-        distinct.len(),
-        16,
-        "no two writers hold the same epoch: {epochs:?}"
-    );
-    // The catalog names the writer with the highest epoch.
-    let latest = PartitionCatalog::open(store, path).await.unwrap();
-    let (top, owner) = epochs.last().unwrap();
-    assert_eq!(latest.manifest().writer_epoch, *top);
-    assert_eq!(&latest.manifest().owner, owner);
+    strata_catalog::testing::concurrent_claims_get_distinct_epochs(store, path, 16).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

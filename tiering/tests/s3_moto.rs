@@ -99,33 +99,7 @@ async fn s3_store_passes_the_startup_check() {
 async fn sixteen_concurrent_claims_get_sixteen_epochs() {
     let b = bucket("claims");
     let path = PartitionPath::new(&b.prefix, "t", "id", 0);
-    let mut tasks = Vec::new();
-    for i in 0..16 {
-        let (s, p) = (b.store.clone(), path.clone());
-        tasks.push(tokio::spawn(async move {
-            PartitionCatalog::claim(s, p, &format!("broker-{i}")).await
-        }));
-    }
-    let mut epochs = Vec::new();
-    for t in tasks {
-        let c = t.await.unwrap().unwrap();
-        epochs.push((c.writer_epoch().unwrap(), c.manifest().owner.clone()));
-    }
-    epochs.sort_unstable();
-    let mut distinct: Vec<u64> = epochs.iter().map(|(e, _)| *e).collect();
-    distinct.dedup();
-    assert_eq!(
-        distinct.len(),
-        16,
-        "no two writers hold the same epoch: {epochs:?}"
-    );
-    // (An epoch may be skipped: when the server lets two conditional writes
-    // of one version both succeed, the read-back sends both losers round
-    // again.) The catalog names the writer with the highest epoch.
-    let latest = PartitionCatalog::open(b.store.clone(), path).await.unwrap();
-    let (top, owner) = epochs.last().unwrap();
-    assert_eq!(latest.manifest().writer_epoch, *top);
-    assert_eq!(&latest.manifest().owner, owner);
+    strata_catalog::testing::concurrent_claims_get_distinct_epochs(b.store.clone(), path, 16).await;
 }
 
 #[tokio::test]
