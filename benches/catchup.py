@@ -21,11 +21,14 @@ the server and the helpers in benches/tools). In one run:
      every object-store request (strata-delay-proxy).
   2. isolation: a producer at BENCH_TAIL_RATE msg/s and a tail consumer
      measuring end-to-end latency (rdkafka_performance -l), first alone, then
-     while two consumers catch up from offset 0 of the tiered history.
+     while two consumers catch up from offset 0 of the tiered history, and
+     while a control (the same bucket read without the broker) runs.
   3. GET sharing: two consumers read the same tiered history at once, with
      a cold cache; the broker's GET count is compared with the number of
      chunks in the bucket.
-Page caches are dropped before each read. Ratios are against baselines
+Page caches are dropped before each read (a bucket in /dev/shm stays in
+memory, like an object store's own caches; BENCH_S3_ON_DISK=1 for a bucket
+read cold from disk). Ratios are against baselines
 measured in the same run. Writes bench-results/catchup-<time>.json (with
 the CPU seconds of broker, server and consumer per read) and prints a table.
 
@@ -36,13 +39,21 @@ Environment: BENCH_BYTES [1073741824]  BENCH_LATENCY_MS [20]
   BENCH_ONLY ["" = all; comma list of throughput,latency,sharing,isolation]
   BENCH_REPEAT [3; local and prefetcher reads, median reported]
   BENCH_NICE_CLIENTS [1: in the isolation run, what stands for other machines
-    (the catch-up consumers and the S3 server) runs at nice 19]
+    (the catch-up consumers, the S3 server, the control's readers) runs at a
+    low priority: SCHED_IDLE (chrt -i 0), or nice 19 with BENCH_IDLE_CLIENTS=0]
+  BENCH_S3_ON_DISK [0: the bucket lives in /dev/shm, as another machine's
+    storage would not share the broker's disk and ext4 journal; 1: work dir]
+  BENCH_ISOLATION_CONTROL [1: each isolation pair also runs a control, the
+    same bucket read by two strata-seq-read processes (8 GETs each) without
+    the broker: what such traffic costs the tail on this machine anyway]
   BENCH_ISOLATION_REPEAT [3; quiet and catch-up runs alternate, medians reported]
   BENCH_ISOLATION_QUOTA [104857600; the catch-up runs again with
     remote.log.manager.fetch.max.bytes.per.second at this rate; 0: skip]
   BENCH_ISOLATION_UNCAPPED [1; 0: skip the uncapped catch-up runs]
   BENCH_LOCAL_CATCHUP [0; 1: also an isolation run whose catch-up reads local disk]
-  BENCH_VMSTAT, BENCH_STRACE=<strace -e expr> [diagnostics of the isolation runs]
+  BENCH_VMSTAT, BENCH_STRACE=<strace -e expr>, BENCH_PERF_TRACE (fsyncs over
+    10 ms and block requests, via perf), BENCH_PERF_SCHED (perf sched record of
+    4 s of the catch-up) [diagnostics of the isolation runs; keep with BENCH_KEEP=1]
   BENCH_S3 [strata-s3 | s3s-fs]  BENCH_PERF [unset; 1: perf record the reads]
   RDKAFKA_PERFORMANCE, S3S_FS, STRATA_BIN, BENCH_TOOLS_DIR (set by catchup.sh)
 """
@@ -93,7 +104,8 @@ SERVER = os.environ.get("BENCH_S3", "strata-s3")
 # 2-core box they would otherwise take the CPU the broker's tail path needs
 # (BENCH_NICE_CLIENTS=0 runs them at normal priority).
 NICE_OTHERS = os.environ.get("BENCH_NICE_CLIENTS", "1") == "1"
-NICE_CLIENTS = ["nice", "-n", "19"] if NICE_OTHERS else []
+IDLE_OTHERS = os.environ.get("BENCH_IDLE_CLIENTS", "1") == "1"
+NICE_CLIENTS = (["chrt", "-i", "0"] if IDLE_OTHERS else ["nice", "-n", "19"]) if NICE_OTHERS else []
 ISOLATION_REPEAT = max(1, int(os.environ.get("BENCH_ISOLATION_REPEAT", 3)))
 ISOLATION_QUOTA = int(os.environ.get("BENCH_ISOLATION_QUOTA", 100 * MiB))
 REPEAT = int(os.environ.get("BENCH_REPEAT", 3))
@@ -222,9 +234,31 @@ def renice(pid: int, nice: int):
     each; setpriority on the pid alone moves only the main thread)."""
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
+            if IDLE_OTHERS:
+                os.sched_setscheduler(int(tid), os.SCHED_IDLE if nice else os.SCHED_OTHER, os.sched_param(0))
             os.setpriority(os.PRIO_PROCESS, int(tid), nice)
         except OSError as e:
             log(f"cannot renice thread {tid} of {pid}: {e}")
+
+
+def thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds of `pid`'s threads, summed by thread name (the broker's
+    request workers are strata-worker, the historical path strata-prefetch)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
 
 
 def median_isolation(runs: list[dict]) -> dict:
@@ -253,11 +287,14 @@ def start_broker(work, data, store_url, env, settings, name):
     return b
 
 
-def tail_run(b, work, name, with_catchup: list[str]):
+def tail_run(b, work, name, with_catchup: list[str], control: list[list[str]] | None = None,
+             control_env: dict | None = None):
     """Producer at a steady rate + tail consumer measuring e2e latency. The
     catch-up consumers (if any) start 2 s into the production and read the
     whole history; the tail's latency is taken over the whole run and over
-    the messages produced while they were reading."""
+    the messages produced while they were reading. With `control`, those
+    commands run in the window instead (a load that does not involve the
+    broker, at the catch-up's scheduling class)."""
     bs = b.bootstrap
     rate = CFG["tail_rate"]
     n = rate * CFG["tail_seconds"]
@@ -272,13 +309,25 @@ def tail_run(b, work, name, with_catchup: list[str]):
     def catch_up():
         time.sleep(2)
         window["served0"] = metric_sum(metrics(b), "strata_remote_fetch_bytes_total")
+        window["cpu0"] = thread_cpu(b.proc.pid)
         window["start"] = time.monotonic()
+        for j, cmd in enumerate(control or []):
+            catchers.append(subprocess.Popen([*NICE_CLIENTS, *cmd], stdout=open(work / f"{name}-control{j}.out", "w"),
+                                             stderr=subprocess.DEVNULL, env={**os.environ, **(control_env or {})}))
         for i, topic in enumerate(with_catchup):
             catchers.append(subprocess.Popen(
                 [*NICE_CLIENTS, str(TOOL), "-C", "-t", topic, *parts, "-b", bs, "-o", "beginning", "-c", str(history),
                  "-q", "-X", f"client.id=catchup-{name}-{i}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        sched = None
+        if os.environ.get("BENCH_PERF_SCHED"):  # scheduler trace of 4 s of the catch-up: work/<name>.sched
+            time.sleep(1)
+            sched = subprocess.Popen(["perf", "sched", "record", "-o", str(work / f"{name}.sched"), "sleep", "4"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         codes = [c.wait() for c in catchers]
+        if sched:
+            sched.wait()
         window["end"] = time.monotonic()
+        window["cpu1"] = thread_cpu(b.proc.pid)
         window["finished"] = all(c == 0 for c in codes)
 
     vmstat = subprocess.Popen(["vmstat", "-t", "1"], stdout=open(work / f"{name}.vmstat", "w")) \
@@ -287,8 +336,18 @@ def tail_run(b, work, name, with_catchup: list[str]):
     if os.environ.get("BENCH_STRACE") and with_catchup:
         tracer = subprocess.Popen(["strace", "-f", "-tt", "-T", "-e", os.environ["BENCH_STRACE"], "-p", str(b.proc.pid),
                                    "-o", str(work / f"{name}.strace")], stderr=subprocess.DEVNULL)
+    perf_tracers = []
+    if os.environ.get("BENCH_PERF_TRACE"):
+        # fdatasync calls over 10 ms and the ext4 journal's commits, system-wide
+        # (tracepoints: far less intrusive than strace)
+        perf_tracers = [
+            subprocess.Popen(["perf", "trace", "-a", "-e", "fdatasync,fsync", "--duration", "10",
+                              "-o", str(work / f"{name}.fsync")], stderr=subprocess.DEVNULL),
+            subprocess.Popen(["perf", "record", "-q", "-a", "-e", "block:block_rq_issue",
+                              "-o", str(work / f"{name}.block.data")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+        ]
     time.sleep(3)
-    runner = threading.Thread(target=catch_up) if with_catchup else None
+    runner = threading.Thread(target=catch_up) if with_catchup or control else None
     produce_start = time.monotonic()
     if runner:
         runner.start()
@@ -304,6 +363,9 @@ def tail_run(b, work, name, with_catchup: list[str]):
     if tracer:
         tracer.terminate()
         tracer.wait()
+    for t in perf_tracers:
+        t.send_signal(2)
+        t.wait()
     if vmstat:
         vmstat.kill()
         vmstat.wait()
@@ -314,6 +376,14 @@ def tail_run(b, work, name, with_catchup: list[str]):
     out = {"producer_MBps": prod["MBps"], "producer_records": prod["records"],
            "tail_samples": len(vals), "tail_p50_ms": pct(vals, 50), "tail_p99_ms": pct(vals, 99),
            "tail_max_ms": max(vals) if vals else None}
+    if control:
+        rates = []
+        for j in range(len(control)):
+            try:
+                rates.append(float((work / f"{name}-control{j}.out").read_text().split()[2]))
+            except (OSError, IndexError, ValueError):
+                pass
+        out["control_MBps_each"] = rates
     if "start" in window:
         # Messages come at `rate` per second in production order, so the
         # i-th latency is of a message produced about i / rate s in.
@@ -325,6 +395,11 @@ def tail_run(b, work, name, with_catchup: list[str]):
                     # remote bytes served to them (0 for a local catch-up)
                     "catchup_MBps": round((metric_sum(metrics(b), "strata_remote_fetch_bytes_total")
                                            - window["served0"]) / 1e6 / (window["end"] - window["start"]), 1),
+                    # the broker's CPU seconds per second of the window, by thread name
+                    "broker_cpu_per_s": {k: round((v - window["cpu0"].get(k, 0.0))
+                                                  / (window["end"] - window["start"]), 3)
+                                         for k, v in window.get("cpu1", {}).items()
+                                         if v - window["cpu0"].get(k, 0.0) > 0},
                     "during_samples": len(during), "during_p50_ms": pct(during, 50),
                     "during_p99_ms": pct(during, 99), "during_max_ms": max(during) if during else None})
     return out
@@ -340,7 +415,16 @@ def main():
     brokers = []
     try:
         # --- S3-protocol server and latency proxy ------------------------------
-        root = work / "s3"
+        # The bucket stands for another machine's storage: on tmpfs by default,
+        # so the server's file system work (journal handles for atime and
+        # metadata updates) cannot hold up the broker's fsyncs through the
+        # shared ext4 journal, which a real object store never shares.
+        # BENCH_S3_ON_DISK=1 keeps it in the work dir on the broker's disk.
+        if os.environ.get("BENCH_S3_ON_DISK", "0") == "1" or not Path("/dev/shm").is_dir():
+            root = work / "s3"
+        else:
+            root = Path(tempfile.mkdtemp(prefix="strata-bench-s3-", dir="/dev/shm"))
+            out["s3_root"] = str(root)
         (root / "strata").mkdir(parents=True)
         s3_port = free_port()
         if SERVER == "s3s-fs":
@@ -513,7 +597,7 @@ def main():
         if want("isolation"):
             if NICE_OTHERS:
                 renice(s3_pid, 19)
-            quiet, busy, local_busy, served, quota_busy = [], [], [], [], []
+            quiet, busy, local_busy, served, quota_busy, control_busy = [], [], [], [], [], []
             quota_settings = dict(settings, **{"remote.log.manager.fetch.max.bytes.per.second": ISOLATION_QUOTA})
             # Quiet and catch-up runs alternate, each on a fresh broker (cold
             # cache): a p99 over 20 s moves by a third from run to run here.
@@ -540,6 +624,15 @@ def main():
                     subprocess.run(["sync"], check=False)
                     log(f"isolation: the same with the catch-up capped at {ISOLATION_QUOTA} B/s {k} ...")
                     quota_busy.append(tail_run(b, work, f"tail-quota-{i}", ["history", "history"]))
+                if os.environ.get("BENCH_ISOLATION_CONTROL", "1") == "1":
+                    # The control: the same object-store traffic read by two
+                    # processes outside the broker (8 GETs in parallel each),
+                    # at the catch-up's scheduling class. What this does to
+                    # the tail is the machine's floor, not the broker's.
+                    log(f"isolation: control, two readers of the bucket without the broker {k} ...")
+                    reader = [str(TOOLS / "strata-seq-read"), f"{url}/topics/history", str(CFG["chunk_bytes"]), "8"]
+                    control_busy.append(tail_run(b, work, f"tail-control-{i}", [], control=[reader, reader],
+                                                 control_env=env))
                 if os.environ.get("BENCH_LOCAL_CATCHUP", "0") == "1":
                     log(f"isolation: the same with two consumers reading local-history from offset 0 {k} ...")
                     local_busy.append(tail_run(b, work, f"tail-localcatchup-{i}", ["local-history", "local-history"]))
@@ -553,6 +646,11 @@ def main():
                                                 if q.get("tail_p99_ms") and c.get("during_p99_ms")]
             if local_busy:
                 out["tail_with_local_catchup"] = median_isolation(local_busy)
+            if control_busy:
+                out["tail_with_control"] = median_isolation(control_busy)
+                out["control_p99_ratio_per_pair"] = [round(c["during_p99_ms"] / q["tail_p99_ms"], 2)
+                                                     for q, c in zip(quiet, control_busy)
+                                                     if q.get("tail_p99_ms") and c.get("during_p99_ms")]
             if quota_busy:
                 out["tail_with_quota_catchup"] = median_isolation(quota_busy)
                 out["tail_with_quota_catchup"]["quota_Bps"] = ISOLATION_QUOTA
@@ -569,6 +667,8 @@ def main():
     path.write_text(json.dumps(out, indent=2))
     report(out)
     print(f"[catchup] results: {path}")
+    if out.get("s3_root"):
+        shutil.rmtree(out["s3_root"], ignore_errors=True)  # memory, not disk: never kept
     if os.environ.get("BENCH_KEEP", "0") != "1":
         shutil.rmtree(work, ignore_errors=True)
     return 1 if "failure" in out else 0
@@ -619,6 +719,14 @@ def report(o):
             print(f"| {label} | {q.get(kq)} | {qc.get(kc)} | {ratio(qc.get(kc), q.get(kq))} |")
         print(f"catch-up: {[r.get('catchup_MBps') for r in qc.get('runs', [])]} MB/s for both readers together "
               f"over {[r.get('catchup_seconds') for r in qc.get('runs', [])]} s")
+    cc = o.get("tail_with_control")
+    if cc:
+        print(f"\n| control: the same bucket read by two processes without the broker (medians) | quiet | with "
+              f"the control | ratio |\n| --- | --- | --- | --- |")
+        for label, kq, kc in rows:
+            print(f"| {label} | {q.get(kq)} | {cc.get(kc)} | {ratio(cc.get(kc), q.get(kq))} |")
+        print(f"control p99 while reading / quiet p99, each pair: {o.get('control_p99_ratio_per_pair')}; "
+              f"control readers' MB/s: {[r.get('control_MBps_each') for r in cc.get('runs', [])]}")
     lc = o.get("tail_with_local_catchup")
     if lc:
         print(f"catch-up from local disk instead: tail p99 {lc.get('tail_p99_ms')} ms "

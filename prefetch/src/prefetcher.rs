@@ -152,6 +152,12 @@ impl Prefetcher {
         &self.cfg
     }
 
+    /// The prefetch runtime (lower-priority threads): the broker also
+    /// encodes and writes the responses that carry history there.
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.handle
+    }
+
     pub fn budget(&self) -> &Arc<GetBudget> {
         &self.budget
     }

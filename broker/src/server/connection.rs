@@ -16,13 +16,13 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::Instrument;
 
-use super::dispatch::{self, Prepared};
+use super::dispatch::{self, Outgoing, Prepared};
 use super::Broker;
 
 /// Requests a single connection may have in flight before reading pauses.
 const MAX_IN_FLIGHT: usize = 64;
 
-type Pending = oneshot::Receiver<Option<BytesMut>>;
+type Pending = oneshot::Receiver<Option<Outgoing>>;
 
 pub async fn handle_connection(
     stream: TcpStream,
@@ -77,7 +77,7 @@ pub async fn handle_connection(
             .await
         {
             Prepared::Ready(result) => {
-                if !complete(result, done_tx, peer) {
+                if !complete(result.map(|r| r.map(Outgoing::from)), done_tx, peer) {
                     break;
                 }
             }
@@ -99,8 +99,8 @@ pub async fn handle_connection(
 /// writer close the connection after the responses that precede this one.
 /// Returns false if the connection must close.
 fn complete(
-    result: Result<Option<BytesMut>, dispatch::DispatchError>,
-    done_tx: oneshot::Sender<Option<BytesMut>>,
+    result: Result<Option<Outgoing>, dispatch::DispatchError>,
+    done_tx: oneshot::Sender<Option<Outgoing>>,
     peer: SocketAddr,
 ) -> bool {
     match result {
@@ -124,8 +124,37 @@ async fn write_responses(
     let mut out = BufWriter::with_capacity(64 * 1024, writer);
     while let Some(pending) = rx.recv().await {
         match pending.await {
-            Ok(Some(buf)) => {
-                if let Err(e) = out.write_all(&buf).await {
+            Ok(Some(Outgoing {
+                frame,
+                history: Some(rt),
+            })) => {
+                // The socket stays registered with this runtime's reactor;
+                // only the copying runs on the history runtime's threads.
+                let written = rt
+                    .spawn(async move {
+                        let r = match out.write_all(&frame).await {
+                            Ok(()) => out.flush().await,
+                            Err(e) => Err(e),
+                        };
+                        (out, r)
+                    })
+                    .await;
+                match written {
+                    Ok((o, Ok(()))) => out = o,
+                    Ok((_, Err(e))) => {
+                        tracing::debug!(%peer, error = %e, "write failed");
+                        let _ = closed.send(());
+                        return;
+                    }
+                    // The history runtime is shutting down with the broker.
+                    Err(_) => {
+                        let _ = closed.send(());
+                        return;
+                    }
+                }
+            }
+            Ok(Some(Outgoing { frame, .. })) => {
+                if let Err(e) = out.write_all(&frame).await {
                     tracing::debug!(%peer, error = %e, "write failed");
                     break;
                 }

@@ -102,8 +102,29 @@ pub fn encode_response<R: Encodable + HeaderVersion>(
     Ok(buf)
 }
 
+/// A framed response on its way to the connection's writer.
+#[derive(Debug)]
+pub struct Outgoing {
+    pub frame: BytesMut,
+    /// Written on the historical read path's runtime, whose threads run at
+    /// a lower priority (`remote.fetch.threads.nice`): a fetch that read
+    /// history. Copying megabytes of history into a socket is the biggest
+    /// CPU cost of a catch-up left in the broker; on the request workers it
+    /// would delay producers and tail readers whenever CPU runs short.
+    pub history: Option<tokio::runtime::Handle>,
+}
+
+impl From<BytesMut> for Outgoing {
+    fn from(frame: BytesMut) -> Self {
+        Outgoing {
+            frame,
+            history: None,
+        }
+    }
+}
+
 pub type ResponseFuture =
-    Pin<Box<dyn Future<Output = Result<Option<BytesMut>, DispatchError>> + Send>>;
+    Pin<Box<dyn Future<Output = Result<Option<Outgoing>, DispatchError>> + Send>>;
 
 /// A request after its ordered phase.
 pub enum Prepared {
@@ -132,7 +153,7 @@ pub async fn prepare(mut req: Request, broker: &Arc<Broker>) -> Prepared {
             let pending = handlers::produce::append(r, version, broker);
             Prepared::Deferred(Box::pin(async move {
                 match handlers::produce::complete(pending).await {
-                    Some(resp) => encode_response(cid, version, &resp).map(Some),
+                    Some(resp) => encode_response(cid, version, &resp).map(|f| Some(f.into())),
                     None => Ok(None),
                 }
             }))
@@ -148,15 +169,32 @@ pub async fn prepare(mut req: Request, broker: &Arc<Broker>) -> Prepared {
                 host: format!("/{}", req.peer),
             };
             Prepared::Deferred(Box::pin(async move {
-                let resp = handlers::fetch::handle_for(r, version, &b, &client).await;
-                encode_response(cid, version, &resp).map(Some)
+                let fetched = handlers::fetch::handle_for(r, version, &b, &client).await;
+                let history = match &b.remote {
+                    Some(remote) if fetched.history_bytes > 0 => {
+                        Some(remote.prefetcher.runtime().clone())
+                    }
+                    _ => None,
+                };
+                let resp = fetched.response;
+                let frame = match &history {
+                    // Encoding copies the records too: there as well.
+                    Some(rt) => rt
+                        .spawn(async move { encode_response(cid, version, &resp) })
+                        .await
+                        .map_err(|e| DispatchError::Encode(e.to_string()))??,
+                    None => encode_response(cid, version, &resp)?,
+                };
+                Ok(Some(Outgoing { frame, history }))
             }))
         }
         // These wait for the rest of the group; they must not hold up the
         // connection (librdkafka sends heartbeats on the same one).
         ApiKey::JoinGroup | ApiKey::SyncGroup => {
             let b = broker.clone();
-            Prepared::Deferred(Box::pin(async move { handle(req, &b).await }))
+            Prepared::Deferred(Box::pin(async move {
+                handle(req, &b).await.map(|r| r.map(Outgoing::from))
+            }))
         }
         _ => Prepared::Ready(handle(req, broker).await),
     }

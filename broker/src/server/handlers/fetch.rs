@@ -41,16 +41,22 @@ struct Target {
 }
 
 pub async fn handle(req: FetchRequest, version: i16, b: &Broker) -> FetchResponse {
-    handle_for(req, version, b, &Client::default()).await
+    handle_for(req, version, b, &Client::default())
+        .await
+        .response
+}
+
+/// A fetch's answer, with how much of it came from remote segments.
+pub struct Fetched {
+    pub response: FetchResponse,
+    /// Record bytes read through the historical read path: a response with
+    /// any is encoded and written on the prefetch runtime (see
+    /// `dispatch::Outgoing`).
+    pub history_bytes: usize,
 }
 
 /// Fetch on behalf of `client`.
-pub async fn handle_for(
-    req: FetchRequest,
-    version: i16,
-    b: &Broker,
-    client: &Client,
-) -> FetchResponse {
+pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Client) -> Fetched {
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
     let response_max = if req.max_bytes <= 0 {
         usize::MAX
@@ -82,19 +88,25 @@ pub async fn handle_for(
             .iter()
             .filter_map(|t| t.log.as_ref().map(|l| l.subscribe()))
             .collect();
-        let (partitions, total, any_error) =
+        let (partitions, total, any_error, history_bytes) =
             read_all(b, client, &targets, response_max, read_committed, deadline).await;
         if total >= min_bytes || any_error || Instant::now() >= deadline || watchers.is_empty() {
-            return build(names, &targets, partitions, version);
+            return Fetched {
+                response: build(names, &targets, partitions, version),
+                history_bytes,
+            };
         }
         let changes = watchers.iter_mut().map(|w| Box::pin(w.changed()));
         if tokio::time::timeout_at(deadline, select_all(changes))
             .await
             .is_err()
         {
-            let (partitions, _, _) =
+            let (partitions, _, _, history_bytes) =
                 read_all(b, client, &targets, response_max, read_committed, deadline).await;
-            return build(names, &targets, partitions, version);
+            return Fetched {
+                response: build(names, &targets, partitions, version),
+                history_bytes,
+            };
         }
     }
 }
@@ -176,7 +188,7 @@ async fn read_all(
     response_max: usize,
     read_committed: bool,
     deadline: Instant,
-) -> (Vec<PartitionData>, usize, bool) {
+) -> (Vec<PartitionData>, usize, bool, usize) {
     let mut out = Vec::with_capacity(targets.len());
     let mut total = 0usize;
     let mut any_error = false;
@@ -209,10 +221,10 @@ async fn read_all(
         out.push(pd);
     }
     let Some(remote) = &b.remote else {
-        return (out, total, any_error);
+        return (out, total, any_error, 0);
     };
     if remote_pending.is_empty() {
-        return (out, total, any_error);
+        return (out, total, any_error, 0);
     }
     // remote.log.manager.fetch.max.bytes.per.second: a fetch that finds the
     // quota used up waits for it (within its wait) if it has nothing else
@@ -233,13 +245,13 @@ async fn read_all(
                     fill(&mut out[i], remote_result(log, Bytes::new()));
                 }
             }
-            return (out, total, any_error);
+            return (out, total, any_error, 0);
         }
     }
     // Start every remote read at once.
     let policy = remote.prefetcher.budget().policy();
     let mut budget = response_max.saturating_sub(total);
-    let mut reads = futures_util::stream::FuturesUnordered::new();
+    let mut reads = Vec::with_capacity(remote_pending.len());
     let mut pending = Vec::with_capacity(remote_pending.len());
     for (n, (i, rp)) in remote_pending.into_iter().enumerate() {
         let t = &targets[i];
@@ -256,22 +268,57 @@ async fn read_all(
             class: policy.class_of(group.as_deref(), &client.client_id),
             name: group.unwrap_or_else(|| format!("client:{}", client.client_id)),
         };
-        let offset = t.fetch_offset;
-        let r = remote.clone();
-        // Polled here, not spawned: a read answered from memory completes on
-        // its first poll, without a trip through the scheduler.
-        reads.push(async move { (i, r.read(&rp, &reader, offset, limit, min_one).await) });
+        reads.push((i, rp, reader, t.fetch_offset, limit, min_one));
         pending.push(i);
     }
     let started = Instant::now();
     let wait_until = deadline.max(started + MIN_REMOTE_WAIT);
     let mut done: Vec<Option<(Result<RemoteRead, PrefetchError>, Duration)>> =
         (0..targets.len()).map(|_| None).collect();
-    while let Ok(Some((i, r))) = tokio::time::timeout_at(wait_until, reads.next()).await {
-        done[i] = Some((r, started.elapsed()));
+    let mut history_bytes = 0;
+    // The reads run on the prefetch runtime, never on the request workers:
+    // its threads run at a lower priority and share the prefetcher's locks
+    // and cache; a request worker waiting on a lock held by a preempted
+    // low-priority thread would stall producers and tail readers with it.
+    // This task only awaits their results.
+    let r = remote.clone();
+    let ran = remote
+        .prefetcher
+        .runtime()
+        .spawn(async move {
+            let mut running: futures_util::stream::FuturesUnordered<_> = reads
+                .into_iter()
+                .map(|(i, rp, reader, offset, limit, min_one)| {
+                    let r = r.clone();
+                    async move { (i, r.read(&rp, &reader, offset, limit, min_one).await) }
+                })
+                .collect();
+            let mut finished = Vec::new();
+            while let Ok(Some((i, res))) = tokio::time::timeout_at(wait_until, running.next()).await
+            {
+                finished.push((i, res, started.elapsed()));
+            }
+            // Reads still running go on in the prefetcher (parked for the
+            // retry).
+            finished
+        })
+        .await;
+    match ran {
+        Ok(finished) => {
+            for (i, res, waited) in finished {
+                done[i] = Some((res, waited));
+            }
+        }
+        Err(e) => {
+            // The prefetch runtime is shutting down with the broker.
+            for &i in &pending {
+                done[i] = Some((
+                    Err(PrefetchError::Runtime(e.to_string())),
+                    started.elapsed(),
+                ));
+            }
+        }
     }
-    // Reads still running go on in the prefetcher (parked for the retry).
-    drop(reads);
     for i in pending {
         let t = &targets[i];
         let Some(log) = &t.log else { continue };
@@ -284,6 +331,7 @@ async fn read_all(
             }
             Some((Ok(RemoteRead::Records(records)), waited)) => {
                 remote.prefetcher.delivered(records.len(), waited);
+                history_bytes += records.len();
                 total += fill(pd, remote_result(log, records));
             }
             Some((Ok(RemoteRead::NotRemote), _)) => {
@@ -313,7 +361,7 @@ async fn read_all(
             }
         }
     }
-    (out, total, any_error)
+    (out, total, any_error, history_bytes)
 }
 
 fn build(
