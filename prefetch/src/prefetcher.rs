@@ -194,9 +194,10 @@ impl Prefetcher {
                 }
                 _ => {
                     // Everything the read needs is in memory (read-ahead did
-                    // its job): answer here, without a trip through the
-                    // prefetch runtime and back, which under load costs a
-                    // few milliseconds of scheduling per fetch.
+                    // its job): answer in the caller's task (the broker's
+                    // fetch task on this runtime), without handing the read
+                    // to another task and waiting to be woken, which under
+                    // load costs a few milliseconds of scheduling per fetch.
                     if !(req.class == PriorityClass::Bulk && self.budget.bulk_paused()) {
                         if let Some(b) = self.read_cached(&req) {
                             reads.remove(&req.stream);
