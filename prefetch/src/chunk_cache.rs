@@ -84,3 +84,54 @@ pub async fn build(
     };
     cache.map_err(|e| PrefetchError::Cache(e.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Chunks pushed out of a small memory tier are read back intact from
+    /// the disk tier.
+    #[tokio::test]
+    async fn chunks_evicted_from_memory_come_back_from_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let chunk = 256 * 1024;
+        let cache = build(chunk * 2, 64 << 20, 0, Some(dir.path()))
+            .await
+            .unwrap();
+        let value = |i: u64| {
+            Bytes::from(
+                (0..chunk)
+                    .map(|b| (b as u64 * 31 + i) as u8)
+                    .collect::<Vec<u8>>(),
+            )
+        };
+        for i in 0..16 {
+            cache.insert(
+                ChunkKey {
+                    object: "topics/t/0/seg".into(),
+                    index: i,
+                },
+                value(i),
+            );
+        }
+        // Memory holds two chunks: the other fourteen can only come from
+        // disk. foyer writes in the background, so wait for each.
+        for i in 0..16 {
+            let key = ChunkKey {
+                object: "topics/t/0/seg".into(),
+                index: i,
+            };
+            let mut got = None;
+            for _ in 0..200 {
+                if let Ok(Some(e)) = cache.get(&key).await {
+                    got = Some(e.value().clone());
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            let got = got.unwrap_or_else(|| panic!("chunk {i} lost"));
+            assert_eq!(got, value(i), "chunk {i} differs");
+        }
+        cache.close().await.unwrap();
+    }
+}
