@@ -211,13 +211,19 @@ def median_run(runs: list[dict]) -> dict:
                 runs_gets=[r.get("gets") for r in runs])
 
 
+def stat_cpu(stat: Path) -> tuple[str, float]:
+    """(name, user + system CPU seconds) from a /proc .../stat file."""
+    try:
+        text = stat.read_text()
+        fields = text.rsplit(")", 1)[1].split()
+        return text[text.index("(") + 1:text.rindex(")")], (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return "", 0.0
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
+    return stat_cpu(Path(f"/proc/{pid}/stat"))[1]
 
 
 def drop_caches() -> bool:
@@ -244,20 +250,15 @@ def renice(pid: int, nice: int):
 def thread_cpu(pid: int) -> dict[str, float]:
     """CPU seconds of `pid`'s threads, summed by thread name (the broker's
     request workers are strata-worker, the historical path strata-prefetch)."""
-    tick = os.sysconf("SC_CLK_TCK")
     out: dict[str, float] = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return out
     for tid in tids:
-        try:
-            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
-        except OSError:
-            continue
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2:].split()
-        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        name, secs = stat_cpu(Path(f"/proc/{pid}/task/{tid}/stat"))
+        if name:
+            out[name] = out.get(name, 0.0) + secs
     return out
 
 
@@ -268,6 +269,12 @@ def median_isolation(runs: list[dict]) -> dict:
     out = {k: sorted(r[k] for r in runs)[len(runs) // 2] for k in keys if all(r.get(k) is not None for r in runs)}
     out["runs"] = runs
     return out
+
+
+def p99_ratios(quiet: list[dict], busy: list[dict]) -> list[float]:
+    """Per pair: the tail's p99 while the others read / the quiet run's p99."""
+    return [round(c["during_p99_ms"] / q["tail_p99_ms"], 2) for q, c in zip(quiet, busy)
+            if q.get("tail_p99_ms") and c.get("during_p99_ms")]
 
 
 def pct(vals, q):
@@ -641,16 +648,12 @@ def main():
             out["tail_quiet"] = median_isolation(quiet)
             out["tail_with_catchup"] = median_isolation(busy) if busy else {}
             out["tail_with_catchup"]["remote_bytes_served"] = served
-            out["during_p99_ratio_per_pair"] = [round(c["during_p99_ms"] / q["tail_p99_ms"], 2)
-                                                for q, c in zip(quiet, busy)
-                                                if q.get("tail_p99_ms") and c.get("during_p99_ms")]
+            out["during_p99_ratio_per_pair"] = p99_ratios(quiet, busy)
             if local_busy:
                 out["tail_with_local_catchup"] = median_isolation(local_busy)
             if control_busy:
                 out["tail_with_control"] = median_isolation(control_busy)
-                out["control_p99_ratio_per_pair"] = [round(c["during_p99_ms"] / q["tail_p99_ms"], 2)
-                                                     for q, c in zip(quiet, control_busy)
-                                                     if q.get("tail_p99_ms") and c.get("during_p99_ms")]
+                out["control_p99_ratio_per_pair"] = p99_ratios(quiet, control_busy)
             if quota_busy:
                 out["tail_with_quota_catchup"] = median_isolation(quota_busy)
                 out["tail_with_quota_catchup"]["quota_Bps"] = ISOLATION_QUOTA
@@ -700,31 +703,30 @@ def report(o):
     for name, v, r in rows:
         print(f"| {name} | {v if v is not None else 'n/a'} | {r} |")
     q, c = o.get("tail_quiet") or {}, o.get("tail_with_catchup") or {}
-    print("\n| isolation (medians) | quiet | with 2 catch-up readers | ratio |\n| --- | --- | --- | --- |")
-    rows = [("tail p50 ms, while they read", "tail_p50_ms", "during_p50_ms"),
-            ("tail p99 ms, while they read", "tail_p99_ms", "during_p99_ms"),
-            ("tail p99 ms, whole 20 s run", "tail_p99_ms", "tail_p99_ms"),
-            ("producer MB/s", "producer_MBps", "producer_MBps")]
-    for label, kq, kc in rows:
-        print(f"| {label} | {q.get(kq)} | {c.get(kc)} | {ratio(c.get(kc), q.get(kq))} |")
+
+    def isolation_table(title: str, column: str, busy: dict):
+        """The quiet runs' medians next to `busy`'s, with their ratios."""
+        print(f"\n| {title} (medians) | quiet | {column} | ratio |\n| --- | --- | --- | --- |")
+        for label, kq, kb in (("tail p50 ms, while they read", "tail_p50_ms", "during_p50_ms"),
+                              ("tail p99 ms, while they read", "tail_p99_ms", "during_p99_ms"),
+                              ("tail p99 ms, whole 20 s run", "tail_p99_ms", "tail_p99_ms"),
+                              ("producer MB/s", "producer_MBps", "producer_MBps")):
+            print(f"| {label} | {q.get(kq)} | {busy.get(kb)} | {ratio(busy.get(kb), q.get(kq))} |")
+
+    isolation_table("isolation", "with 2 catch-up readers", c)
     if o.get("during_p99_ratio_per_pair"):
         print(f"tail p99 while reading / quiet p99, each pair: {o['during_p99_ratio_per_pair']}; "
               f"catch-up took {[r.get('catchup_seconds') for r in c.get('runs', [])]} s "
               f"(finished: {[r.get('catchup_finished') for r in c.get('runs', [])]})")
     qc = o.get("tail_with_quota_catchup")
     if qc:
-        print(f"\n| isolation, catch-up capped at {qc['quota_Bps'] / MiB:.0f} MiB/s (medians) | quiet | with 2 catch-up "
-              f"readers | ratio |\n| --- | --- | --- | --- |")
-        for label, kq, kc in rows:
-            print(f"| {label} | {q.get(kq)} | {qc.get(kc)} | {ratio(qc.get(kc), q.get(kq))} |")
+        isolation_table(f"isolation, catch-up capped at {qc['quota_Bps'] / MiB:.0f} MiB/s",
+                        "with 2 catch-up readers", qc)
         print(f"catch-up: {[r.get('catchup_MBps') for r in qc.get('runs', [])]} MB/s for both readers together "
               f"over {[r.get('catchup_seconds') for r in qc.get('runs', [])]} s")
     cc = o.get("tail_with_control")
     if cc:
-        print(f"\n| control: the same bucket read by two processes without the broker (medians) | quiet | with "
-              f"the control | ratio |\n| --- | --- | --- | --- |")
-        for label, kq, kc in rows:
-            print(f"| {label} | {q.get(kq)} | {cc.get(kc)} | {ratio(cc.get(kc), q.get(kq))} |")
+        isolation_table("control: the same bucket read by two processes without the broker", "with the control", cc)
         print(f"control p99 while reading / quiet p99, each pair: {o.get('control_p99_ratio_per_pair')}; "
               f"control readers' MB/s: {[r.get('control_MBps_each') for r in cc.get('runs', [])]}")
     lc = o.get("tail_with_local_catchup")
