@@ -26,6 +26,11 @@ pub struct PrefetchConfig {
     /// Chunks evicted from memory beyond it are dropped, not written: a
     /// catch-up must not load the disk the log's fsyncs need.
     pub disk_write_bytes_per_sec: usize,
+    /// How often the disk cache's dirty pages are sent to disk
+    /// (`remote.fetch.cache.disk.writeback.ms`; `None`: left to the kernel's
+    /// flusher, which lets them pile up for 30 s and then writes them in
+    /// one burst the log's fsyncs queue behind).
+    pub disk_writeback_interval: Option<std::time::Duration>,
     /// Directory of the disk cache (under the data dir).
     pub disk_cache_dir: Option<PathBuf>,
     /// Threads of the prefetch runtime (`remote.fetch.threads`).
@@ -52,6 +57,7 @@ impl Default for PrefetchConfig {
             memory_cache_bytes: 256 << 20,
             disk_cache_bytes: 0,
             disk_write_bytes_per_sec: 32 << 20,
+            disk_writeback_interval: Some(std::time::Duration::from_millis(100)),
             disk_cache_dir: None,
             threads: 2,
             thread_nice: 10,

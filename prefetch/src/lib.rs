@@ -14,6 +14,7 @@
 
 pub mod batch_frame;
 pub mod budget;
+pub mod cache_writeback;
 pub mod chunk_cache;
 pub mod classes;
 pub mod config;

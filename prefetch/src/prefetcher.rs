@@ -24,6 +24,7 @@ use strata_catalog::RemoteSegment;
 
 use crate::batch_frame::Frame;
 use crate::budget::GetBudget;
+use crate::cache_writeback::CacheWriteback;
 use crate::chunk_cache::{self, ChunkCache, ChunkKey};
 use crate::classes::{ClassPolicy, PriorityClass};
 use crate::config::PrefetchConfig;
@@ -102,6 +103,8 @@ pub struct Prefetcher {
     quota: FetchQuota,
     pub stats: Arc<PrefetchStats>,
     handle: tokio::runtime::Handle,
+    /// Steady writeback of the disk cache's files (`cache_writeback`).
+    _writeback: Option<CacheWriteback>,
     _runtime: OwnedRuntime,
 }
 
@@ -131,6 +134,13 @@ impl Prefetcher {
             .spawn(async move { chunk_cache::build(mem, disk, rate, dir.as_deref()).await })
             .await
             .map_err(|e| PrefetchError::Runtime(e.to_string()))??;
+        let writeback = match (&cfg.disk_cache_dir, cfg.disk_writeback_interval) {
+            (Some(dir), Some(every)) if cfg.disk_cache_bytes > 0 => Some(
+                CacheWriteback::start(dir, every, nice)
+                    .map_err(|e| PrefetchError::Runtime(e.to_string()))?,
+            ),
+            _ => None,
+        };
         let fetch_rate = cfg.fetch_max_bytes_per_sec;
         Ok(Arc::new(Prefetcher {
             store,
@@ -144,6 +154,7 @@ impl Prefetcher {
             quota: FetchQuota::new(fetch_rate),
             stats: Arc::new(PrefetchStats::default()),
             handle,
+            _writeback: writeback,
             _runtime: OwnedRuntime(Some(runtime)),
         }))
     }
@@ -464,7 +475,7 @@ impl Prefetcher {
 
 /// Makes the calling thread `nice` steps nicer (Linux threads have a
 /// niceness each). Failure only costs the priority, so it is logged.
-fn lower_thread_priority(nice: i32) {
+pub(crate) fn lower_thread_priority(nice: i32) {
     if nice == 0 {
         return;
     }

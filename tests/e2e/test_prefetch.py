@@ -285,6 +285,8 @@ class Hist:
         b.settings = {**BASE, **(settings or {})}
         if wipe_cache:
             shutil.rmtree(b.data_dir / "remote-cache", ignore_errors=True)
+            if b.settings.get("remote.fetch.cache.dir"):
+                shutil.rmtree(b.settings["remote.fetch.cache.dir"], ignore_errors=True)
         b.start()
         kutil.wait_topic_ready(kutil.admin(b.bootstrap), self.topic, PARTITIONS)
         wait_log_start(b, self.topic, list(self.dss))
@@ -483,14 +485,16 @@ def test_evicting_memory_cache(h):
 
 @pytest.mark.slow
 def test_disk_cache(h):
-    """A 1 MiB memory cache over a 64 MiB disk cache under
-    <data-dir>/remote-cache: chunks evicted from memory land on disk, so the
+    """A 1 MiB memory cache over a 64 MiB disk cache in a directory of its
+    own (remote.fetch.cache.dir, as on a disk the log does not use; the disk
+    tier is off by default): chunks evicted from memory land there, so the
     first read fetches each chunk about once and a second read is served
     mostly from disk."""
     b = h.broker
     chunks = chunk_count(h.manifests)
+    cache_dir = b.data_dir.parent / f"{b.data_dir.name}-chunk-cache"
     h.ensure({"remote.fetch.cache.memory.bytes": MiB, "remote.fetch.cache.disk.bytes": 64 * MiB,
-              "remote.fetch.cache.disk.write.bytes.per.second": 0})
+              "remote.fetch.cache.disk.write.bytes.per.second": 0, "remote.fetch.cache.dir": str(cache_dir)})
     m0 = pf_metrics(b)
     h.read_all("disk-a", timeout=60)
     m1 = wait_idle(b)
@@ -501,9 +505,11 @@ def test_disk_cache(h):
     print(f"1 MiB memory + 64 MiB disk: first read {d1}\nsecond read {d2}")
     assert chunks <= d1["strata_remote_get_total"] <= chunks * 1.1, \
         f"first read: {d1['strata_remote_get_total']:.0f} GETs for {chunks} chunks with a 64 MiB disk cache"
-    cache_dir = b.data_dir / "remote-cache"
     on_disk = sum(f.stat().st_size for f in cache_dir.rglob("*") if f.is_file()) if cache_dir.is_dir() else 0
-    assert on_disk > 0, f"no disk cache files under {cache_dir}"
+    assert on_disk > 0, f"no disk cache files under {cache_dir} (remote.fetch.cache.dir)"
+    default_dir = b.data_dir / "remote-cache"
+    assert not default_dir.is_dir() or not any(f.is_file() for f in default_dir.rglob("*")), \
+        f"remote.fetch.cache.dir={cache_dir} but {default_dir} holds files"
     assert d2["strata_remote_get_total"] <= chunks * 0.5, \
         f"with a 64 MiB disk cache a second read needed {d2['strata_remote_get_total']:.0f} GETs for {chunks} chunks"
     assert d2["strata_remote_cache_hits_total"] >= chunks * 0.5, d2

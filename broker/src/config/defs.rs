@@ -445,9 +445,16 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     broker(
         "remote.fetch.cache.disk.bytes",
         ConfigType::Long,
-        "1073741824",
+        "0",
         Validator::LongAtLeast(0),
-        "Local disk (under <data-dir>/remote-cache) for cached chunks of remote segments; 0: memory only.",
+        "Local disk (in remote.fetch.cache.dir) for cached chunks of remote segments; 0: memory only.",
+    ),
+    broker(
+        "remote.fetch.cache.dir",
+        ConfigType::String,
+        "",
+        Validator::Custom(|_| Ok(())),
+        "Directory of the disk cache of remote chunks; empty: <data-dir>/remote-cache. Best on a disk the log does not use: the cache's writes slow the log's fsyncs.",
     ),
     broker(
         "remote.fetch.cache.disk.write.bytes.per.second",
@@ -455,6 +462,13 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "33554432",
         Validator::LongAtLeast(0),
         "Most bytes per second written into the disk cache of remote chunks; chunks evicted from memory beyond it are dropped, so a catch-up never loads the disk the log's fsyncs need. 0: no limit.",
+    ),
+    broker(
+        "remote.fetch.cache.disk.writeback.ms",
+        ConfigType::Long,
+        "100",
+        Validator::LongAtLeast(0),
+        "How often the disk cache's newly written pages are handed to the disk, so they go out in small pieces instead of one burst every 30 s that the log's fsyncs would queue behind. 0: leave them to the kernel's flusher.",
     ),
     broker(
         "remote.fetch.threads",

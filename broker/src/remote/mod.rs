@@ -77,7 +77,14 @@ impl RemoteStorage {
             memory_cache_bytes: n("remote.fetch.cache.memory.bytes"),
             disk_cache_bytes: n("remote.fetch.cache.disk.bytes"),
             disk_write_bytes_per_sec: n("remote.fetch.cache.disk.write.bytes.per.second"),
-            disk_cache_dir: Some(data_dir.join("remote-cache")),
+            disk_writeback_interval: match broker.i64("remote.fetch.cache.disk.writeback.ms") {
+                ms if ms > 0 => Some(Duration::from_millis(ms as u64)),
+                _ => None,
+            },
+            disk_cache_dir: Some(match broker.value("remote.fetch.cache.dir").trim() {
+                "" => data_dir.join("remote-cache"),
+                dir => std::path::PathBuf::from(dir),
+            }),
             threads: n("remote.fetch.threads"),
             thread_nice: broker.i32("remote.fetch.threads.nice"),
             index_cache_bytes: n("remote.log.index.cache.total.size.bytes"),
