@@ -17,18 +17,19 @@
 //! durability; the log's own fsyncs are untouched). It only opens files in
 //! the cache directory, read-only.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// The running writeback thread; stops (and is joined) when dropped.
+/// The running writeback thread; stops (and is joined) when dropped,
+/// without waiting out its interval.
 #[derive(Debug)]
 pub struct CacheWriteback {
-    stop: Arc<AtomicBool>,
+    /// Dropping it wakes the thread and ends it.
+    stop: Option<Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -36,20 +37,19 @@ impl CacheWriteback {
     /// Starts the writeback of the files under `dir` every `interval`.
     /// `nice`: the thread's niceness (that of the prefetch threads).
     pub fn start(dir: &Path, interval: Duration, nice: i32) -> std::io::Result<CacheWriteback> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let (dir, flag) = (dir.to_path_buf(), stop.clone());
+        let (stop, stopped) = mpsc::channel::<()>();
+        let dir = dir.to_path_buf();
         let thread = std::thread::Builder::new()
             .name("strata-cache-wb".into())
             .spawn(move || {
                 crate::prefetcher::lower_thread_priority(nice);
                 let mut files = HashMap::new();
-                while !flag.load(Ordering::Relaxed) {
-                    std::thread::sleep(interval);
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
                     write_back_pass(&dir, &mut files);
                 }
             })?;
         Ok(CacheWriteback {
-            stop,
+            stop: Some(stop),
             thread: Some(thread),
         })
     }
@@ -57,25 +57,30 @@ impl CacheWriteback {
 
 impl Drop for CacheWriteback {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        drop(self.stop.take());
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
     }
 }
 
-/// One pass: starts the writeback of every regular file under `dir` (the
-/// open files are kept in `files` between passes; foyer creates its files
-/// when the cache is built, so the directory is read once per pass only to
-/// notice a change). Failures only cost the steadiness, so they are logged
-/// once per file and otherwise ignored.
+/// One pass: starts the writeback of every regular file under `dir`. Open
+/// files are kept in `files` between passes (foyer creates its files when
+/// the cache is built); a file gone from the directory is closed. Failures
+/// only cost the steadiness: a file whose writeback fails is logged and
+/// dropped from `files`.
 pub fn write_back_pass(dir: &Path, files: &mut HashMap<PathBuf, File>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
+    let mut present = HashSet::new();
     for entry in entries.flatten() {
         let path = entry.path();
-        if files.contains_key(&path) || !entry.file_type().is_ok_and(|t| t.is_file()) {
+        if !entry.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        present.insert(path.clone());
+        if files.contains_key(&path) {
             continue;
         }
         match File::open(&path) {
@@ -87,6 +92,7 @@ pub fn write_back_pass(dir: &Path, files: &mut HashMap<PathBuf, File>) {
             }
         }
     }
+    files.retain(|path, _| present.contains(path));
     files.retain(|path, f| match start_writeback(f) {
         Ok(()) => true,
         Err(e) => {
@@ -191,11 +197,32 @@ mod tests {
         assert_eq!(left, 0, "dirty pages left 5 s after a writeback pass");
     }
 
+    /// Dropping it ends the thread at once, not after its interval.
     #[test]
     fn stops_when_dropped() {
         let dir = tempfile::tempdir().unwrap();
-        let wb = CacheWriteback::start(dir.path(), Duration::from_millis(5), 0).unwrap();
-        std::thread::sleep(Duration::from_millis(20));
-        drop(wb); // joins: a hang here fails the test by timeout
+        let wb = CacheWriteback::start(dir.path(), Duration::from_secs(600), 0).unwrap();
+        let t = std::time::Instant::now();
+        drop(wb);
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "drop waited {:?}",
+            t.elapsed()
+        );
+    }
+
+    /// A file removed from the directory is closed at the next pass.
+    #[test]
+    fn forgets_files_that_are_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&a, b"x").unwrap();
+        std::fs::write(&b, b"y").unwrap();
+        let mut files = HashMap::new();
+        write_back_pass(dir.path(), &mut files);
+        assert_eq!(files.len(), 2);
+        std::fs::remove_file(&a).unwrap();
+        write_back_pass(dir.path(), &mut files);
+        assert_eq!(files.keys().collect::<Vec<_>>(), vec![&b]);
     }
 }
