@@ -613,7 +613,13 @@ def main():
                 b.stop()
                 b = start_broker(work, data, url, env, settings, f"broker-q{i}")
                 brokers.append(b)
-                subprocess.run(["sync"], check=False)  # earlier writeback is not part of the run
+                # Earlier writeback is not part of the run. Note that this
+                # also flushes, between runs, what a run left dirty (the
+                # chunk cache's disk tier, if enabled, writes through the
+                # page cache): such deferred costs show up only in the
+                # control that follows on the same broker, or not at all
+                # (docs/remote-cache-disk.md).
+                subprocess.run(["sync"], check=False)
                 log(f"isolation: tail producer + consumer alone {k} ...")
                 quiet.append(tail_run(b, work, f"tail-quiet-{i}", []))
                 b.stop()
