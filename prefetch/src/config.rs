@@ -31,7 +31,8 @@ pub struct PrefetchConfig {
     /// flusher, which lets them pile up for 30 s and then writes them in
     /// one burst the log's fsyncs queue behind).
     pub disk_writeback_interval: Option<std::time::Duration>,
-    /// Directory of the disk cache (under the data dir).
+    /// Directory of the disk cache (`remote.fetch.cache.dir`; by default
+    /// `<data-dir>/remote-cache`).
     pub disk_cache_dir: Option<PathBuf>,
     /// Threads of the prefetch runtime (`remote.fetch.threads`).
     pub threads: usize,
