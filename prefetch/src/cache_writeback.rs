@@ -92,10 +92,10 @@ pub fn write_back_pass(dir: &Path, files: &mut HashMap<PathBuf, File>) {
             }
         }
     }
-    files.retain(|path, _| present.contains(path));
-    files.retain(|path, f| match start_writeback(f) {
-        Ok(()) => true,
-        Err(e) => {
+    files.retain(|path, f| match present.contains(path).then(|| start_writeback(f)) {
+        None => false,
+        Some(Ok(())) => true,
+        Some(Err(e)) => {
             tracing::warn!(path = %path.display(), error = %e, "cache writeback: sync_file_range failed; leaving this file to the kernel's flusher");
             false
         }

@@ -139,19 +139,19 @@ async fn write_responses(
                         (out, r)
                     })
                     .await;
-                match written {
-                    Ok((o, Ok(()))) => out = o,
-                    Ok((_, Err(e))) => {
-                        tracing::debug!(%peer, error = %e, "write failed");
-                        let _ = closed.send(());
-                        return;
+                let error = match written {
+                    Ok((o, Ok(()))) => {
+                        out = o;
+                        continue;
                     }
+                    Ok((_, Err(e))) => e.to_string(),
                     // The history runtime is shutting down with the broker.
-                    Err(_) => {
-                        let _ = closed.send(());
-                        return;
-                    }
-                }
+                    Err(e) => e.to_string(),
+                };
+                // The writer went with the failed task: nothing to flush.
+                tracing::debug!(%peer, %error, "write failed");
+                let _ = closed.send(());
+                return;
             }
             Ok(Some(Outgoing { frame, .. })) => {
                 if let Err(e) = out.write_all(&frame).await {
