@@ -47,9 +47,15 @@ Environment: BENCH_BYTES [1073741824]  BENCH_LATENCY_MS [20]
     same bucket read by two strata-seq-read processes (8 GETs each) without
     the broker: what such traffic costs the tail on this machine anyway]
   BENCH_ISOLATION_REPEAT [3; quiet and catch-up runs alternate, medians reported]
-  BENCH_ISOLATION_QUOTA [104857600; the catch-up runs again with
-    remote.log.manager.fetch.max.bytes.per.second at this rate; 0: skip]
-  BENCH_ISOLATION_UNCAPPED [1; 0: skip the uncapped catch-up runs]
+  BENCH_ISOLATION_QUOTA [0: skip; N: the catch-up runs again with
+    remote.log.manager.fetch.max.bytes.per.second at N B/s]
+  BENCH_ISOLATION_UNCAPPED [1; 0: skip the catch-up runs with the default
+    settings (the adaptive history rate on)]
+  BENCH_ISOLATION_ADAPTIVE_OFF [1: each pair also runs the catch-up with
+    remote.fetch.adaptive.enable=false (full speed): the baseline the
+    adaptive rate is judged against, in the same invocation; 0: skip]
+  BENCH_BROKER_LOG [the brokers' log filter; e.g. info,strata_broker::remote::adaptive_rate=trace
+    logs every tick of the adaptive history rate; keep with BENCH_KEEP=1]
   BENCH_LOCAL_CATCHUP [0; 1: also an isolation run whose catch-up reads local disk]
   BENCH_VMSTAT, BENCH_STRACE=<strace -e expr>, BENCH_PERF_TRACE (fsyncs over
     10 ms and block requests, via perf), BENCH_PERF_SCHED (perf sched record of
@@ -107,7 +113,7 @@ NICE_OTHERS = os.environ.get("BENCH_NICE_CLIENTS", "1") == "1"
 IDLE_OTHERS = os.environ.get("BENCH_IDLE_CLIENTS", "1") == "1"
 NICE_CLIENTS = (["chrt", "-i", "0"] if IDLE_OTHERS else ["nice", "-n", "19"]) if NICE_OTHERS else []
 ISOLATION_REPEAT = max(1, int(os.environ.get("BENCH_ISOLATION_REPEAT", 3)))
-ISOLATION_QUOTA = int(os.environ.get("BENCH_ISOLATION_QUOTA", 100 * MiB))
+ISOLATION_QUOTA = int(os.environ.get("BENCH_ISOLATION_QUOTA", 0))
 REPEAT = int(os.environ.get("BENCH_REPEAT", 3))
 ONLY = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))
 
@@ -144,6 +150,29 @@ def metrics(b: Broker) -> dict[str, float]:
 def metric_sum(m, name, topic=None):
     return sum(v for k, v in m.items()
                if k.split("{")[0] == name and (topic is None or f'topic="{topic}"' in k))
+
+
+def commit_buckets(m) -> list[tuple[float, float]]:
+    """strata_log_commit_seconds' cumulative buckets: [(le, count)]."""
+    out = []
+    for k, v in m.items():
+        if k.startswith("strata_log_commit_seconds_bucket{"):
+            le = k.split('le="')[1].split('"')[0]
+            out.append((float("inf") if le == "+Inf" else float(le), v))
+    return sorted(out)
+
+
+def commit_quantiles(before, after) -> dict:
+    """Commit latency (append to durable) quantiles, in ms, of the rounds
+    between two metric scrapes (upper bounds of power-of-two buckets)."""
+    a, b = dict(commit_buckets(before)), commit_buckets(after)
+    diff = [(le, c - a.get(le, 0.0)) for le, c in b]
+    total = diff[-1][1] if diff else 0
+    out = {"commit_rounds": int(total)}
+    for q in (50, 90, 99):
+        le = next((le for le, c in diff if total and c >= q / 100 * total), None)
+        out[f"commit_p{q}_ms"] = None if le is None or le == float("inf") else round(le * 1e3, 3)
+    return out
 
 
 def run(args, name, work, timeout=900):
@@ -265,7 +294,8 @@ def thread_cpu(pid: int) -> dict[str, float]:
 def median_isolation(runs: list[dict]) -> dict:
     """Each figure's median over the runs, with every run's figures beside."""
     keys = ("tail_p50_ms", "tail_p99_ms", "tail_max_ms", "producer_MBps", "during_p50_ms", "during_p99_ms",
-            "during_max_ms", "catchup_seconds", "catchup_MBps")
+            "during_max_ms", "catchup_seconds", "catchup_MBps", "commit_p50_ms", "commit_p90_ms", "commit_p99_ms",
+            "during_commit_p50_ms", "during_commit_p90_ms", "during_commit_p99_ms")
     out = {k: sorted(r[k] for r in runs)[len(runs) // 2] for k in keys if all(r.get(k) is not None for r in runs)}
     out["runs"] = runs
     return out
@@ -315,7 +345,8 @@ def tail_run(b, work, name, with_catchup: list[str], control: list[list[str]] | 
 
     def catch_up():
         time.sleep(2)
-        window["served0"] = metric_sum(metrics(b), "strata_remote_fetch_bytes_total")
+        window["m0"] = metrics(b)
+        window["served0"] = metric_sum(window["m0"], "strata_remote_fetch_bytes_total")
         window["cpu0"] = thread_cpu(b.proc.pid)
         window["start"] = time.monotonic()
         for j, cmd in enumerate(control or []):
@@ -333,6 +364,7 @@ def tail_run(b, work, name, with_catchup: list[str], control: list[list[str]] | 
         codes = [c.wait() for c in catchers]
         if sched:
             sched.wait()
+        window["m1"] = metrics(b)
         window["end"] = time.monotonic()
         window["cpu1"] = thread_cpu(b.proc.pid)
         window["finished"] = all(c == 0 for c in codes)
@@ -355,6 +387,7 @@ def tail_run(b, work, name, with_catchup: list[str], control: list[list[str]] | 
         ]
     time.sleep(3)
     runner = threading.Thread(target=catch_up) if with_catchup or control else None
+    run_m0 = metrics(b)
     produce_start = time.monotonic()
     if runner:
         runner.start()
@@ -383,6 +416,9 @@ def tail_run(b, work, name, with_catchup: list[str], control: list[list[str]] | 
     out = {"producer_MBps": prod["MBps"], "producer_records": prod["records"],
            "tail_samples": len(vals), "tail_p50_ms": pct(vals, 50), "tail_p99_ms": pct(vals, 99),
            "tail_max_ms": max(vals) if vals else None}
+    out.update(commit_quantiles(run_m0, metrics(b)))
+    if "m1" in window:
+        out.update({f"during_{k}": v for k, v in commit_quantiles(window["m0"], window["m1"]).items()})
     if control:
         rates = []
         for j in range(len(control)):
@@ -450,6 +486,8 @@ def main():
         wait_port(proxy_port)
         env = {"AWS_ACCESS_KEY_ID": ACCESS, "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_REGION": "us-east-1",
                "AWS_ALLOW_HTTP": "true", "AWS_ENDPOINT_URL": f"http://127.0.0.1:{s3_port}"}
+        if os.environ.get("BENCH_BROKER_LOG"):  # e.g. info,strata_broker::remote::adaptive_rate=trace
+            env["STRATA_LOG_LEVEL"] = os.environ["BENCH_BROKER_LOG"]
         slow_env = dict(env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy_port}")
         url = f"s3://strata/catchup-{stamp}"
         settings = {"num.partitions": CFG["partitions"], "remote.log.manager.task.interval.ms": 500,
@@ -605,7 +643,9 @@ def main():
             if NICE_OTHERS:
                 renice(s3_pid, 19)
             quiet, busy, local_busy, served, quota_busy, control_busy = [], [], [], [], [], []
+            off_busy = []
             quota_settings = dict(settings, **{"remote.log.manager.fetch.max.bytes.per.second": ISOLATION_QUOTA})
+            off_settings = dict(settings, **{"remote.fetch.adaptive.enable": "false"})
             # Quiet and catch-up runs alternate, each on a fresh broker (cold
             # cache): a p99 over 20 s moves by a third from run to run here.
             for i in range(ISOLATION_REPEAT):
@@ -630,6 +670,13 @@ def main():
                 if os.environ.get("BENCH_ISOLATION_UNCAPPED", "1") == "1":
                     busy.append(tail_run(b, work, f"tail-catchup-{i}", ["history", "history"]))
                     served.append(metric_sum(metrics(b), "strata_remote_fetch_bytes_total"))
+                if os.environ.get("BENCH_ISOLATION_ADAPTIVE_OFF", "1") == "1":
+                    b.stop()
+                    b = start_broker(work, data, url, env, off_settings, f"broker-o{i}")
+                    brokers.append(b)
+                    subprocess.run(["sync"], check=False)
+                    log(f"isolation: the same with the adaptive history rate off (full speed) {k} ...")
+                    off_busy.append(tail_run(b, work, f"tail-full-{i}", ["history", "history"]))
                 if ISOLATION_QUOTA:
                     b.stop()
                     b = start_broker(work, data, url, env, quota_settings, f"broker-l{i}")
@@ -660,6 +707,9 @@ def main():
             if control_busy:
                 out["tail_with_control"] = median_isolation(control_busy)
                 out["control_p99_ratio_per_pair"] = p99_ratios(quiet, control_busy)
+            if off_busy:
+                out["tail_with_full_speed_catchup"] = median_isolation(off_busy)
+                out["full_speed_p99_ratio_per_pair"] = p99_ratios(quiet, off_busy)
             if quota_busy:
                 out["tail_with_quota_catchup"] = median_isolation(quota_busy)
                 out["tail_with_quota_catchup"]["quota_Bps"] = ISOLATION_QUOTA
@@ -719,11 +769,18 @@ def report(o):
                               ("producer MB/s", "producer_MBps", "producer_MBps")):
             print(f"| {label} | {q.get(kq)} | {busy.get(kb)} | {ratio(busy.get(kb), q.get(kq))} |")
 
-    isolation_table("isolation", "with 2 catch-up readers", c)
+    isolation_table("isolation, adaptive history rate (default)", "with 2 catch-up readers", c)
     if o.get("during_p99_ratio_per_pair"):
         print(f"tail p99 while reading / quiet p99, each pair: {o['during_p99_ratio_per_pair']}; "
-              f"catch-up took {[r.get('catchup_seconds') for r in c.get('runs', [])]} s "
+              f"catch-up: {[r.get('catchup_MBps') for r in c.get('runs', [])]} MB/s for both readers together "
+              f"over {[r.get('catchup_seconds') for r in c.get('runs', [])]} s "
               f"(finished: {[r.get('catchup_finished') for r in c.get('runs', [])]})")
+    fc = o.get("tail_with_full_speed_catchup")
+    if fc:
+        isolation_table("isolation, adaptive history rate off (full speed)", "with 2 catch-up readers", fc)
+        print(f"tail p99 while reading / quiet p99, each pair: {o.get('full_speed_p99_ratio_per_pair')}; "
+              f"catch-up: {[r.get('catchup_MBps') for r in fc.get('runs', [])]} MB/s for both readers together "
+              f"over {[r.get('catchup_seconds') for r in fc.get('runs', [])]} s")
     qc = o.get("tail_with_quota_catchup")
     if qc:
         isolation_table(f"isolation, catch-up capped at {qc['quota_Bps'] / MiB:.0f} MiB/s",

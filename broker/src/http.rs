@@ -65,6 +65,9 @@ struct Family {
     kind: &'static str,
     help: &'static str,
     samples: Vec<(String, f64)>,
+    /// Samples whose name is the family's plus a suffix (a histogram's
+    /// `_bucket`, `_sum`, `_count`): (suffix, labels, value).
+    suffixed: Vec<(&'static str, String, f64)>,
 }
 
 /// A metric family: name, type, help.
@@ -80,7 +83,24 @@ fn family((name, kind, help): Def) -> Family {
         kind,
         help,
         samples: Vec::new(),
+        suffixed: Vec::new(),
     }
+}
+
+/// A histogram family from a latency histogram, in seconds.
+fn histogram(def: Def, h: &strata_prefetch::latency::LatencyHistogram) -> Family {
+    let mut f = family(def);
+    let s = h.snapshot();
+    for (le, count) in s.cumulative_octaves() {
+        f.suffixed
+            .push(("_bucket", format!("le=\"{le}\""), count as f64));
+    }
+    let total = s.count() as f64;
+    f.suffixed.push(("_bucket", "le=\"+Inf\"".into(), total));
+    f.suffixed
+        .push(("_sum", String::new(), s.sum_micros as f64 / 1e6));
+    f.suffixed.push(("_count", String::new(), total));
+    f
 }
 
 fn one(def: Def, v: f64) -> Family {
@@ -411,6 +431,14 @@ pub fn render(s: &HttpState) -> String {
             }
         }
     }
+    families.push(histogram(
+        (
+            "strata_log_commit_seconds",
+            "histogram",
+            "Time from an append to the flush round that made it durable (the high watermark covering it), per round, over all partitions of user topics.",
+        ),
+        s.logs.commit_latency(),
+    ));
     if let Some(r) = &s.remote {
         families.push(one(
             (
@@ -435,6 +463,33 @@ pub fn render(s: &HttpState) -> String {
                 .iter()
                 .map(|(d, value)| one(*d, value(pf))),
         );
+        families.push(one(
+            (
+                "strata_remote_fetch_rate_limit_bytes_per_second",
+                "gauge",
+                "The rate history is served at most now: the lower of remote.log.manager.fetch.max.bytes.per.second and the adaptive limit; 0 when there is none.",
+            ),
+            pf.quota().effective_rate() as f64,
+        ));
+        {
+            let g = r.adaptive.lock().unwrap_or_else(|e| e.into_inner());
+            families.push(one(
+                (
+                    "strata_remote_adaptive_decreases_total",
+                    "counter",
+                    "Times the adaptive limit halved the history rate because commits slowed while history was served.",
+                ),
+                g.decreases as f64,
+            ));
+            families.push(one(
+                (
+                    "strata_remote_adaptive_quiet_commit_seconds",
+                    "gauge",
+                    "The commit latency (p99 while no history is served) the adaptive limit measures against; 0 until it has one.",
+                ),
+                g.quiet_latency().map_or(0.0, |d| d.as_secs_f64()),
+            ));
+        }
         let mut waiting = family((
             "strata_remote_gets_waiting",
             "gauge",
@@ -457,6 +512,13 @@ pub fn render(s: &HttpState) -> String {
                 let _ = writeln!(out, "{} {v}", f.name);
             } else {
                 let _ = writeln!(out, "{}{{{labels}}} {v}", f.name);
+            }
+        }
+        for (suffix, labels, v) in f.suffixed {
+            if labels.is_empty() {
+                let _ = writeln!(out, "{}{suffix} {v}", f.name);
+            } else {
+                let _ = writeln!(out, "{}{suffix}{{{labels}}} {v}", f.name);
             }
         }
     }

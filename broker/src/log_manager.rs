@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use strata_prefetch::latency::LatencyHistogram;
 use thiserror::Error;
 use uuid::Uuid;
 
@@ -132,6 +133,12 @@ pub struct LogManager {
     topics: RwLock<HashMap<String, Arc<Topic>>>,
     admin: Mutex<()>,
     _lock: fs::File,
+    /// How long appends take to become durable (the flush rounds of every
+    /// partition of user topics): the hot path's latency, which the
+    /// adaptive history rate watches and `/metrics` exports. Internal
+    /// topics stay out: their appends are offset commits, which readers of
+    /// history make too.
+    commit_latency: Arc<LatencyHistogram>,
 }
 
 /// Checks a topic name the way Kafka does.
@@ -276,11 +283,22 @@ impl LogManager {
             topics: RwLock::new(topics),
             admin: Mutex::new(()),
             _lock: lock,
+            commit_latency: Arc::new(LatencyHistogram::new()),
         }))
     }
 
     pub fn cluster_id(&self) -> &str {
         &self.cluster_id
+    }
+
+    /// Commit latencies (append to durable) of user topics' partitions.
+    pub fn commit_latency(&self) -> &Arc<LatencyHistogram> {
+        &self.commit_latency
+    }
+
+    fn spawn_flusher(&self, log: Arc<PartitionLog>) {
+        let user_topic = !crate::remote::is_internal(log.topic());
+        tokio::spawn(log.run_flusher(user_topic.then(|| self.commit_latency.clone())));
     }
 
     /// Whether `dir` holds no broker data yet (no `meta.properties`).
@@ -462,7 +480,7 @@ impl LogManager {
             .unwrap_or_else(|e| e.into_inner())
             .insert(topic.name.clone(), topic.clone());
         for log in topic.partitions() {
-            spawn_flusher(log);
+            self.spawn_flusher(log);
         }
         Ok(topic)
     }
@@ -543,7 +561,7 @@ impl LogManager {
             .extend(new_logs.iter().cloned());
         self.persist_topic(&topic)?;
         for log in new_logs {
-            spawn_flusher(log);
+            self.spawn_flusher(log);
         }
         tracing::info!(topic = name, from = current, to = count, "added partitions");
         Ok(())
@@ -595,7 +613,7 @@ impl LogManager {
     /// Starts flushers and the retention and checkpoint loops.
     pub fn start_background(self: &Arc<Self>) {
         for log in self.all_logs() {
-            spawn_flusher(log);
+            self.spawn_flusher(log);
         }
         let me = self.clone();
         let interval =
@@ -666,10 +684,6 @@ impl LogManager {
         tracing::info!("logs flushed; clean shutdown marker written");
         Ok(())
     }
-}
-
-fn spawn_flusher(log: Arc<PartitionLog>) {
-    tokio::spawn(log.run_flusher());
 }
 
 #[cfg(test)]

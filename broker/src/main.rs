@@ -244,6 +244,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         logs.enable_tiering();
         remote.sync_once(&logs).await;
         remote.start(logs.clone());
+        remote.start_adaptive_rate(logs.clone(), dynamic.clone());
         Some(remote)
     } else {
         None

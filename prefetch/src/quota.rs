@@ -3,6 +3,10 @@
 //! a token bucket the Fetch handler asks before it starts remote reads and
 //! charges with what they returned.
 //!
+//! Two limits feed it: the operator's (`set_rate`) and the adaptive
+//! governor's (`set_governed_rate`, `docs/adaptive-history-rate.md`); the
+//! lower one applies.
+//!
 //! It owns the bucket only. It never waits and never reads: the caller
 //! decides what a fetch does while the quota is used up (see
 //! `docs/remote-fetch-quota.md`).
@@ -20,12 +24,18 @@ pub struct FetchQuota {
     /// Fetches whose remote part waited for the quota, and how long.
     pub throttled: AtomicU64,
     pub throttle_micros: AtomicU64,
+    /// Bytes served from history (charged), limited or not.
+    pub served: AtomicU64,
 }
 
 #[derive(Debug)]
 struct Bucket {
-    /// Bytes per second; `UNLIMITED` for none.
+    /// Bytes per second in effect (the lower of the two); `UNLIMITED` for
+    /// none.
     rate: u64,
+    /// The operator's limit and the governor's.
+    configured: u64,
+    governed: u64,
     /// Bytes that may be served now; negative after a read that returned
     /// more than was left (the next reads wait it off). At most one
     /// second's worth accumulates.
@@ -34,6 +44,29 @@ struct Bucket {
 }
 
 impl Bucket {
+    fn lower_limit(&self) -> u64 {
+        match (self.configured, self.governed) {
+            (UNLIMITED, g) => g,
+            (c, UNLIMITED) => c,
+            (c, g) => c.min(g),
+        }
+    }
+
+    fn apply(&mut self, now: Instant) {
+        let rate = self.lower_limit();
+        if rate == self.rate {
+            return;
+        }
+        self.refill(now);
+        self.rate = rate;
+        self.tokens = match rate {
+            UNLIMITED => 0.0,
+            // Keeps what was earned (or owed) under the old rate, within
+            // the new burst.
+            _ => self.tokens.min(burst(rate)),
+        };
+    }
+
     fn refill(&mut self, now: Instant) {
         let dt = now.saturating_duration_since(self.at).as_secs_f64();
         self.at = now;
@@ -50,26 +83,49 @@ impl FetchQuota {
         FetchQuota {
             state: Mutex::new(Bucket {
                 rate,
+                configured: rate,
+                governed: UNLIMITED,
                 tokens: burst(rate),
                 at: Instant::now(),
             }),
             throttled: AtomicU64::new(0),
             throttle_micros: AtomicU64::new(0),
+            served: AtomicU64::new(0),
         }
     }
 
-    /// Changes the rate (a dynamic setting); the bucket starts full.
+    /// Changes the operator's rate (a dynamic setting); the bucket starts
+    /// full.
     pub fn set_rate(&self, rate: u64) {
         let rate = normalize(rate);
         let mut b = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if b.rate != rate {
-            b.rate = rate;
-            b.tokens = burst(rate);
+        if b.configured != rate {
+            b.configured = rate;
+            b.rate = b.lower_limit();
+            b.tokens = burst(b.rate);
             b.at = Instant::now();
         }
     }
 
-    pub fn rate(&self) -> u64 {
+    /// Changes the governor's rate (`UNLIMITED`: none). Called often; what
+    /// the bucket holds carries over.
+    pub fn set_governed_rate(&self, rate: u64) {
+        let rate = normalize(rate);
+        let mut b = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        b.governed = rate;
+        b.apply(Instant::now());
+    }
+
+    /// The operator's rate.
+    pub fn configured_rate(&self) -> u64 {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .configured
+    }
+
+    /// The rate in effect (the lower of the operator's and the governor's).
+    pub fn effective_rate(&self) -> u64 {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).rate
     }
 
@@ -93,6 +149,7 @@ impl FetchQuota {
     }
 
     fn charge_at(&self, bytes: usize, now: Instant) {
+        self.served.fetch_add(bytes as u64, Ordering::Relaxed);
         let mut b = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if b.rate == UNLIMITED {
             return;
@@ -134,7 +191,7 @@ mod tests {
             let q = FetchQuota::new(rate);
             q.charge(usize::MAX / 2);
             assert_eq!(q.delay(), None);
-            assert_eq!(q.rate(), UNLIMITED);
+            assert_eq!(q.configured_rate(), UNLIMITED);
         }
     }
 
@@ -177,6 +234,36 @@ mod tests {
     }
 
     #[test]
+    fn the_lower_of_the_operators_and_the_governors_rate_applies() {
+        let q = FetchQuota::new(0);
+        q.set_governed_rate(1000);
+        assert_eq!((q.configured_rate(), q.effective_rate()), (UNLIMITED, 1000));
+        q.set_rate(500);
+        assert_eq!((q.configured_rate(), q.effective_rate()), (500, 500));
+        q.set_governed_rate(200);
+        assert_eq!(q.effective_rate(), 200);
+        q.set_governed_rate(UNLIMITED);
+        assert_eq!(q.effective_rate(), 500);
+        q.set_rate(0);
+        assert_eq!(q.effective_rate(), UNLIMITED);
+        assert_eq!(q.delay(), None);
+    }
+
+    #[test]
+    fn a_governed_change_keeps_the_debt() {
+        // The governor moves the rate every tick; a reader in debt must not
+        // be forgiven by it (a full bucket each time would let the whole
+        // burst through ten times a second).
+        let q = FetchQuota::new(0);
+        let t0 = Instant::now();
+        q.set_governed_rate(1000);
+        q.charge_at(1100, t0); // 100 burst, 1000 of debt
+        q.set_governed_rate(2000);
+        assert!(q.delay_at(t0).is_some(), "debt forgiven");
+        assert_eq!(q.served.load(Ordering::Relaxed), 1100);
+    }
+
+    #[test]
     fn a_new_rate_applies_at_once() {
         let q = FetchQuota::new(1000);
         q.charge(10_000);
@@ -185,6 +272,6 @@ mod tests {
         assert_eq!(q.delay(), None);
         q.set_rate(1 << 20);
         assert_eq!(q.delay(), None);
-        assert_eq!(q.rate(), 1 << 20);
+        assert_eq!(q.configured_rate(), 1 << 20);
     }
 }

@@ -920,3 +920,93 @@ def test_history_responses_keep_request_order(h):
                     f"partition {p} offset {r.offset}: not the record produced there"
     d = delta(pf_metrics(b), m0)
     assert d["strata_remote_fetch_bytes_total"] > 0, f"the fetches were not served from history: {d}"
+
+
+# ---------------------------------------------------------------------------
+# The adaptive history rate (docs/adaptive-history-rate.md)
+# ---------------------------------------------------------------------------
+
+ADAPTIVE = ("remote.fetch.adaptive.enable", "remote.fetch.adaptive.min.bytes.per.second",
+            "remote.fetch.adaptive.headroom.percent")
+RATE_LIMIT = "strata_remote_fetch_rate_limit_bytes_per_second"
+
+
+def sample_rate_limit(b, stop: threading.Event, out: list):
+    while not stop.is_set():
+        out.append(next(v for name, _, v in tu.scrape(b) if name == RATE_LIMIT))
+        time.sleep(0.05)
+
+
+@pytest.mark.slow
+def test_adaptive_history_rate(h):
+    """While producers write, history is served at a rate the broker limits
+    itself (never below remote.fetch.adaptive.min.bytes.per.second), and
+    the catch-up still reads every record byte for byte; with no producer
+    traffic there is no limit; remote.fetch.adaptive.enable=false (dynamic)
+    lifts it at once. Bad values are refused, naming the setting."""
+    b = h.broker
+    h.ensure()
+    adm = kutil.admin(b.bootstrap)
+    e = describe_broker(adm)
+    assert [e[n].value for n in ADAPTIVE] == ["true", str(8 * MiB), "50"], [e[n] for n in ADAPTIVE]
+    for name, bad in ((ADAPTIVE[0], "sometimes"), (ADAPTIVE[1], "0"), (ADAPTIVE[2], "-1"), (ADAPTIVE[2], "x")):
+        err = alter_broker_fails(adm, {name: bad})
+        assert kutil.error_code(err) == KafkaError.INVALID_CONFIG, f"{name}={bad}: {kutil.error_str(err)}"
+        assert name in kutil.error_str(err), f"INVALID_CONFIG for {name}={bad} does not name it"
+
+    # No producer: a catch-up runs unlimited.
+    stop, quiet_samples = threading.Event(), []
+    sampler = threading.Thread(target=sample_rate_limit, args=(b, stop, quiet_samples), daemon=True)
+    sampler.start()
+    try:
+        h.read_all("adaptive-quiet")
+    finally:
+        stop.set()
+        sampler.join()
+    assert quiet_samples and all(v == 0 for v in quiet_samples), \
+        f"history was limited with no producer traffic: {sorted(set(quiet_samples))}"
+
+    # A producer writing meanwhile: limited, never below the floor.
+    floor = 2 * MiB
+    live_topic = kutil.unique("adaptive-live")
+    kutil.create_topic(adm, live_topic, 1)
+    ds = tu.DataSet(seed=990, ts0=tu.ms_ago(1))
+    prod = tu.SeqProducer(b.bootstrap, live_topic, ds, rate=1000)
+    stop, busy_samples, off_samples = threading.Event(), [], []
+    try:
+        alter_broker(adm, {ADAPTIVE[1]: floor})
+        prod.start()
+        tu.wait_for(lambda: (prod.acked > 100, f"{prod.acked} acked"), 30, "the producer writing")
+        m0 = pf_metrics(b)
+        sampler = threading.Thread(target=sample_rate_limit, args=(b, stop, busy_samples), daemon=True)
+        sampler.start()
+        try:
+            h.read_all("adaptive-busy", timeout=180)
+        finally:
+            stop.set()
+            sampler.join()
+        served = delta(pf_metrics(b), m0)["strata_remote_fetch_bytes_total"]
+        limited = [v for v in busy_samples if v > 0]
+        print(f"while producing: {len(limited)}/{len(busy_samples)} samples limited, "
+              f"{min(limited, default=0) / MiB:.1f}..{max(limited, default=0) / MiB:.1f} MiB/s; served {served} B")
+        assert len(limited) >= 0.5 * len(busy_samples) > 0, \
+            f"history not limited while producers wrote: {busy_samples}"
+        assert min(limited) >= floor, f"limited below {ADAPTIVE[1]}={floor}: {min(limited)}"
+        assert served >= remote_bytes(h.manifests), f"served {served} B of history"
+
+        # Turned off at run time: no limit, while the producer still writes.
+        alter_broker(adm, {ADAPTIVE[0]: "false"})
+        time.sleep(0.5)
+        stop = threading.Event()
+        sampler = threading.Thread(target=sample_rate_limit, args=(b, stop, off_samples), daemon=True)
+        sampler.start()
+        time.sleep(1.0)
+        stop.set()
+        sampler.join()
+        assert prod.is_alive() and off_samples and all(v == 0 for v in off_samples), \
+            f"still limited with {ADAPTIVE[0]}=false: {off_samples}"
+    finally:
+        prod.stop_flag.set()
+        prod.join(timeout=150)
+        alter_broker(adm, {n: None for n in ADAPTIVE})
+    assert not prod.bad and prod.unflushed == 0, prod.bad[:5]

@@ -513,6 +513,27 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "Most bytes per second served from remote segments to all fetches together (KIP-956); a fetch that finds it used up waits for it within its max wait, or returns its local partitions only. The default means no limit. Dynamic.",
     ),
     broker(
+        "remote.fetch.adaptive.enable",
+        ConfigType::Boolean,
+        "true",
+        Validator::Bool,
+        "Whether the broker limits the rate at which history is served while producers are writing, lowering it when appends take longer to become durable than they do without history reads and raising it when they do not (docs/adaptive-history-rate.md). remote.log.manager.fetch.max.bytes.per.second still caps it. Dynamic.",
+    ),
+    broker(
+        "remote.fetch.adaptive.min.bytes.per.second",
+        ConfigType::Long,
+        "8388608",
+        Validator::LongAtLeast(1),
+        "The lowest rate the adaptive limit sets: a catch-up always progresses at least this fast, however busy the hot path is. Dynamic.",
+    ),
+    broker(
+        "remote.fetch.adaptive.headroom.percent",
+        ConfigType::Int,
+        "50",
+        Validator::IntAtLeast(0),
+        "How much slower than their quiet p99 (and at least 1 ms) appends may become durable before the adaptive limit slows history. Dynamic.",
+    ),
+    broker(
         "remote.log.index.cache.total.size.bytes",
         ConfigType::Long,
         "67108864",
@@ -559,6 +580,9 @@ pub const DYNAMIC_BROKER_CONFIGS: &[&str] = &[
     "remote.fetch.priority.shares",
     "remote.fetch.bulk.paused",
     "remote.log.manager.fetch.max.bytes.per.second",
+    "remote.fetch.adaptive.enable",
+    "remote.fetch.adaptive.min.bytes.per.second",
+    "remote.fetch.adaptive.headroom.percent",
 ];
 
 fn check_priority_groups(v: &str) -> Result<(), String> {

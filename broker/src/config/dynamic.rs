@@ -9,6 +9,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use strata_prefetch::governor::GovernorConfig;
 use strata_prefetch::ClassPolicy;
 
 use super::{BrokerConfig, ConfigSource, DYNAMIC_BROKER_CONFIGS};
@@ -96,6 +97,24 @@ impl DynamicConfigs {
             .0
             .parse::<i64>()
             .map_or(0, |v| v.max(0) as u64)
+    }
+
+    /// The adaptive history rate's settings as configured now; `None`
+    /// when it is off.
+    pub fn adaptive_rate(&self, broker: &BrokerConfig) -> Option<GovernorConfig> {
+        let get = |n: &str| self.value(broker, n).0;
+        if !get("remote.fetch.adaptive.enable").eq_ignore_ascii_case("true") {
+            return None;
+        }
+        let defaults = GovernorConfig::default();
+        Some(GovernorConfig {
+            min_rate: get("remote.fetch.adaptive.min.bytes.per.second")
+                .parse::<i64>()
+                .map_or(defaults.min_rate, |v| v.max(1) as u64),
+            headroom_percent: get("remote.fetch.adaptive.headroom.percent")
+                .parse::<i64>()
+                .map_or(defaults.headroom_percent, |v| v.max(0) as u64),
+        })
     }
 
     /// The historical read path's priority classes as configured now.

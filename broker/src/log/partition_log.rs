@@ -15,9 +15,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use strata_prefetch::latency::LatencyHistogram;
 use thiserror::Error;
 use tokio::sync::{watch, Notify};
 
@@ -91,6 +92,9 @@ pub(super) struct LogInner {
     /// Scratch buffer for rewriting batch headers before they hit the file.
     scratch: Vec<u8>,
     producers: ProducerStateManager,
+    /// When the oldest append not yet covered by a flush round happened:
+    /// what the commit latency (append to durable) is measured from.
+    unflushed_since: Option<Instant>,
 }
 
 impl LogInner {
@@ -333,6 +337,7 @@ impl PartitionLog {
                 log_start_offset,
                 scratch: Vec::new(),
                 producers,
+                unflushed_since: None,
             }),
             high_watermark: hw,
             flush_requested: Notify::new(),
@@ -479,9 +484,12 @@ impl PartitionLog {
             next = last + 1;
         }
         let log_start_offset = self.global_start(inner.log_start_offset);
-        drop(inner);
         let (base_offset, duplicate) = first.unwrap_or((next, false));
         let duplicate = duplicate && last_written < next;
+        if !duplicate {
+            inner.unflushed_since.get_or_insert_with(Instant::now);
+        }
+        drop(inner);
         if !duplicate {
             self.flush_requested.notify_one();
         }
@@ -520,19 +528,22 @@ impl PartitionLog {
     }
 
     /// One flush round: fsyncs everything appended so far and advances the
-    /// high watermark. Blocking; run off the async workers.
-    pub fn flush(&self) -> io::Result<()> {
-        let (file, target) = {
+    /// high watermark. Blocking; run off the async workers. Returns the
+    /// commit latency of the round: how long ago the oldest append it made
+    /// durable happened (`None` if there was nothing to flush).
+    pub fn flush(&self) -> io::Result<Option<Duration>> {
+        let (file, target, since) = {
             let mut inner = match self.lock_open() {
                 Ok(i) => i,
-                Err(_) => return Ok(()),
+                Err(_) => return Ok(None),
             };
             let target = inner.log_end_offset();
             if target <= self.high_watermark() {
-                return Ok(());
+                return Ok(None);
             }
             inner.active_mut().persist_indexes()?;
-            (inner.active().file().clone(), target)
+            let since = inner.unflushed_since.take();
+            (inner.active().file().clone(), target, since)
         };
         file.sync_data()?;
         self.high_watermark.send_if_modified(|hw| {
@@ -543,11 +554,12 @@ impl PartitionLog {
                 false
             }
         });
-        Ok(())
+        Ok(since.map(|t| t.elapsed()))
     }
 
-    /// Runs flush rounds whenever appends ask for one, until closed.
-    pub async fn run_flusher(self: Arc<Self>) {
+    /// Runs flush rounds whenever appends ask for one, until closed, and
+    /// records each round's commit latency in `commit_latency`, if given.
+    pub async fn run_flusher(self: Arc<Self>, commit_latency: Option<Arc<LatencyHistogram>>) {
         loop {
             self.flush_requested.notified().await;
             if self.closed.load(Ordering::Acquire) {
@@ -555,7 +567,11 @@ impl PartitionLog {
             }
             let log = self.clone();
             match tokio::task::spawn_blocking(move || log.flush()).await {
-                Ok(Ok(())) => {}
+                Ok(Ok(latency)) => {
+                    if let (Some(latency), Some(h)) = (latency, &commit_latency) {
+                        h.record(latency);
+                    }
+                }
                 Ok(Err(e)) => {
                     // An fsync failure means the page cache may have dropped
                     // data we cannot rewrite: stop rather than ack it.

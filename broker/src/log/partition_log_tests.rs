@@ -170,11 +170,21 @@ fn unclean_reopen_truncates_torn_tail_and_keeps_durable_data() {
 async fn acks_all_waits_for_flusher_group_commit() {
     let dir = tempfile::tempdir().unwrap();
     let log = PartitionLog::create(dir.path(), "t", 0, config(&[])).unwrap();
-    tokio::spawn(log.clone().run_flusher());
+    let commit_latency = Arc::new(strata_prefetch::latency::LatencyHistogram::new());
+    tokio::spawn(log.clone().run_flusher(Some(commit_latency.clone())));
     let infos = append_n(&log, 50, 0);
     let end = infos.last().unwrap().last_offset + 1;
     assert!(log.wait_durable(end, Duration::from_secs(10)).await);
     assert_eq!(log.high_watermark(), end);
+    // The round that made them durable counts its commit latency (just
+    // after it advanced the high watermark).
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while commit_latency.snapshot().count() == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let rounds = commit_latency.snapshot();
+    assert!(rounds.count() >= 1, "no flush round recorded");
+    assert!(rounds.quantile(1.0).unwrap() < Duration::from_secs(10));
 }
 
 fn idempotent_batch(pid: i64, epoch: i16, seq: i32, n: usize) -> Vec<u8> {

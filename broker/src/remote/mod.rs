@@ -7,6 +7,7 @@
 //! This module owns no segment files; it reaches logs only through
 //! [`PartitionLog`](crate::log::PartitionLog)'s tiering methods.
 
+pub mod adaptive_rate;
 pub mod reads;
 pub mod recovery;
 pub mod sync;
@@ -16,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use strata_catalog::MetadataStore;
+use strata_prefetch::governor::Governor;
 use strata_prefetch::{PrefetchConfig, PrefetchError, Prefetcher};
 use strata_tiering::store_url::Bucket;
 use strata_tiering::{ManagerOptions, RemoteLogManager, RemotePartition, UploadOptions};
@@ -45,6 +47,8 @@ pub struct RemoteStorage {
     pub prefetcher: Arc<Prefetcher>,
     pub metadata: MetadataStore,
     pub broker: Arc<BrokerConfig>,
+    /// The adaptive history rate's state (`adaptive_rate`).
+    pub adaptive: std::sync::Mutex<Governor>,
     /// Serializes topic metadata writes with topic deletion in the bucket.
     pub(crate) metadata_lock: tokio::sync::Mutex<std::collections::HashMap<String, String>>,
 }
@@ -106,6 +110,9 @@ impl RemoteStorage {
             manager: RemoteLogManager::new(bucket.store.clone(), &bucket.prefix, owner, opts),
             prefetcher,
             metadata: MetadataStore::new(bucket.store.clone(), &bucket.prefix),
+            adaptive: std::sync::Mutex::new(Governor::new(
+                dynamic.adaptive_rate(&broker).unwrap_or_default(),
+            )),
             broker,
             metadata_lock: tokio::sync::Mutex::new(Default::default()),
         }))
