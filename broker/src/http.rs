@@ -477,7 +477,7 @@ pub fn render(s: &HttpState) -> String {
                 (
                     "strata_remote_adaptive_decreases_total",
                     "counter",
-                    "Times the adaptive limit halved the history rate because commits slowed while history was served.",
+                    "Times the adaptive limit cut the history rate because commits slowed while history was served.",
                 ),
                 g.decreases as f64,
             ));
