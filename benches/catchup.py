@@ -650,39 +650,33 @@ def main():
             # cache): a p99 over 20 s moves by a third from run to run here.
             for i in range(ISOLATION_REPEAT):
                 k = f"[{i + 1}/{ISOLATION_REPEAT}]"
-                b.stop()
-                b = start_broker(work, data, url, env, settings, f"broker-q{i}")
-                brokers.append(b)
-                # Earlier writeback is not part of the run. Note that this
-                # also flushes, between runs, what a run left dirty (the
-                # chunk cache's disk tier, if enabled, writes through the
-                # page cache): such deferred costs show up only in the
-                # control that follows on the same broker, or not at all
-                # (docs/remote-cache-disk.md).
-                subprocess.run(["sync"], check=False)
-                log(f"isolation: tail producer + consumer alone {k} ...")
+
+                def fresh(run_settings: dict, name: str, what: str):
+                    """Replaces the broker with a fresh one and announces the run."""
+                    nonlocal b
+                    b.stop()
+                    b = start_broker(work, data, url, env, run_settings, name)
+                    brokers.append(b)
+                    # Earlier writeback is not part of the run. Note that
+                    # this also flushes, between runs, what a run left dirty
+                    # (the chunk cache's disk tier, if enabled, writes
+                    # through the page cache): such deferred costs show up
+                    # only in the control that follows on the same broker,
+                    # or not at all (docs/remote-cache-disk.md).
+                    subprocess.run(["sync"], check=False)
+                    log(f"isolation: {what} {k} ...")
+
+                fresh(settings, f"broker-q{i}", "tail producer + consumer alone")
                 quiet.append(tail_run(b, work, f"tail-quiet-{i}", []))
-                b.stop()
-                b = start_broker(work, data, url, env, settings, f"broker-c{i}")
-                brokers.append(b)
-                subprocess.run(["sync"], check=False)
-                log(f"isolation: the same with two consumers catching up from offset 0 {k} ...")
                 if os.environ.get("BENCH_ISOLATION_UNCAPPED", "1") == "1":
+                    fresh(settings, f"broker-c{i}", "the same with two consumers catching up from offset 0")
                     busy.append(tail_run(b, work, f"tail-catchup-{i}", ["history", "history"]))
                     served.append(metric_sum(metrics(b), "strata_remote_fetch_bytes_total"))
                 if os.environ.get("BENCH_ISOLATION_ADAPTIVE_OFF", "1") == "1":
-                    b.stop()
-                    b = start_broker(work, data, url, env, off_settings, f"broker-o{i}")
-                    brokers.append(b)
-                    subprocess.run(["sync"], check=False)
-                    log(f"isolation: the same with the adaptive history rate off (full speed) {k} ...")
+                    fresh(off_settings, f"broker-o{i}", "the same with the adaptive history rate off (full speed)")
                     off_busy.append(tail_run(b, work, f"tail-full-{i}", ["history", "history"]))
                 if ISOLATION_QUOTA:
-                    b.stop()
-                    b = start_broker(work, data, url, env, quota_settings, f"broker-l{i}")
-                    brokers.append(b)
-                    subprocess.run(["sync"], check=False)
-                    log(f"isolation: the same with the catch-up capped at {ISOLATION_QUOTA} B/s {k} ...")
+                    fresh(quota_settings, f"broker-l{i}", f"the same with the catch-up capped at {ISOLATION_QUOTA} B/s")
                     quota_busy.append(tail_run(b, work, f"tail-quota-{i}", ["history", "history"]))
                 if os.environ.get("BENCH_ISOLATION_CONTROL", "1") == "1":
                     # The control: the same object-store traffic read by two

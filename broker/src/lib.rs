@@ -11,3 +11,4 @@ pub mod meta_properties;
 pub mod producer_ids;
 pub mod remote;
 pub mod server;
+pub mod topic_name;

@@ -27,13 +27,13 @@ use crate::log::partition_log::{fsync_dir, partition_dir_name};
 use crate::log::{LogError, PartitionLog, SharedConfig};
 use crate::meta_properties;
 
-const TOPICS_DIR: &str = "__topics";
+/// Where topic metadata lives in the data directory (no topic may take the name).
+pub(crate) const TOPICS_DIR: &str = "__topics";
 const CLEAN_SHUTDOWN: &str = ".kafka_cleanshutdown";
 const RECOVERY_POINTS: &str = "recovery-point-offset-checkpoint";
 const LOG_START_OFFSETS: &str = "log-start-offset-checkpoint";
 const LOCK_FILE: &str = ".lock";
-/// Kafka's limit on topic name length.
-pub const MAX_TOPIC_NAME_LEN: usize = 249;
+pub use crate::topic_name::{validate_topic_name, MAX_TOPIC_NAME_LEN};
 
 #[derive(Debug, Error)]
 pub enum TopicError {
@@ -139,39 +139,6 @@ pub struct LogManager {
     /// topics stay out: their appends are offset commits, which readers of
     /// history make too.
     commit_latency: Arc<LatencyHistogram>,
-}
-
-/// Checks a topic name the way Kafka does.
-pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
-    if name.is_empty() {
-        return Err(TopicError::InvalidName(
-            "Topic name is illegal, it can't be empty".into(),
-        ));
-    }
-    if name == "." || name == ".." {
-        return Err(TopicError::InvalidName(format!(
-            "Topic name cannot be \"{name}\""
-        )));
-    }
-    if name.len() > MAX_TOPIC_NAME_LEN {
-        return Err(TopicError::InvalidName(format!(
-            "Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LEN} characters, topic name: {name}"
-        )));
-    }
-    if !name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-')
-    {
-        return Err(TopicError::InvalidName(format!(
-            "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
-        )));
-    }
-    if name == TOPICS_DIR {
-        return Err(TopicError::InvalidName(format!(
-            "Topic name \"{name}\" is reserved"
-        )));
-    }
-    Ok(())
 }
 
 fn now_ms() -> i64 {
@@ -683,19 +650,5 @@ impl LogManager {
         write_atomically(&self.data_dir.join(CLEAN_SHUTDOWN), b"")?;
         tracing::info!("logs flushed; clean shutdown marker written");
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn topic_names() {
-        assert!(validate_topic_name("orders.v1_x-2").is_ok());
-        assert!(validate_topic_name("").is_err());
-        assert!(validate_topic_name("..").is_err());
-        assert!(validate_topic_name("a/b").is_err());
-        assert!(validate_topic_name(&"x".repeat(250)).is_err());
     }
 }

@@ -24,8 +24,6 @@ pub struct FetchQuota {
     /// Fetches whose remote part waited for the quota, and how long.
     pub throttled: AtomicU64,
     pub throttle_micros: AtomicU64,
-    /// Bytes served from history (charged), limited or not.
-    pub served: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -90,7 +88,6 @@ impl FetchQuota {
             }),
             throttled: AtomicU64::new(0),
             throttle_micros: AtomicU64::new(0),
-            served: AtomicU64::new(0),
         }
     }
 
@@ -149,7 +146,6 @@ impl FetchQuota {
     }
 
     fn charge_at(&self, bytes: usize, now: Instant) {
-        self.served.fetch_add(bytes as u64, Ordering::Relaxed);
         let mut b = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if b.rate == UNLIMITED {
             return;
@@ -260,7 +256,6 @@ mod tests {
         q.charge_at(1100, t0); // 100 burst, 1000 of debt
         q.set_governed_rate(2000);
         assert!(q.delay_at(t0).is_some(), "debt forgiven");
-        assert_eq!(q.served.load(Ordering::Relaxed), 1100);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `PartitionLog`: the ordered segments of one topic partition, with offset
 //! assignment, idempotent-producer checks, group-committed fsync and reads
 //! up to the high watermark. Timestamp lookups are in `timestamps.rs`,
-//! retention and segment rolling in `retention.rs`.
+//! retention and segment rolling in `retention.rs`, the flush rounds in
+//! `group_commit.rs`.
 //!
 //! Durability policy (docs/durability.md): the high watermark is the durable
 //! prefix of the log. A flusher task fsyncs appended data in rounds, so
@@ -15,10 +16,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
-use strata_prefetch::latency::LatencyHistogram;
 use thiserror::Error;
 use tokio::sync::{watch, Notify};
 
@@ -94,7 +94,7 @@ pub(super) struct LogInner {
     producers: ProducerStateManager,
     /// When the oldest append not yet covered by a flush round happened:
     /// what the commit latency (append to durable) is measured from.
-    unflushed_since: Option<Instant>,
+    pub(super) unflushed_since: Option<Instant>,
 }
 
 impl LogInner {
@@ -122,9 +122,9 @@ pub struct PartitionLog {
     dir: PathBuf,
     config: Arc<SharedConfig>,
     inner: Mutex<LogInner>,
-    high_watermark: watch::Sender<i64>,
-    flush_requested: Notify,
-    closed: AtomicBool,
+    pub(super) high_watermark: watch::Sender<i64>,
+    pub(super) flush_requested: Notify,
+    pub(super) closed: AtomicBool,
     /// First offset in the object store (-1: nothing remote). Below the
     /// local log start, reads go there (set by the tiering manager).
     remote_log_start: AtomicI64,
@@ -514,74 +514,6 @@ impl PartitionLog {
         inner.segments.insert(next, seg);
         tracing::debug!(topic = %self.topic, partition = self.partition, base_offset = next, "rolled segment");
         Ok(())
-    }
-
-    /// Waits until the high watermark reaches `offset` (exclusive end) or
-    /// the timeout passes. Returns whether it did.
-    pub async fn wait_durable(&self, end_offset: i64, timeout: Duration) -> bool {
-        let mut rx = self.high_watermark.subscribe();
-        let reached = tokio::time::timeout(timeout, async {
-            rx.wait_for(|hw| *hw >= end_offset).await.is_ok()
-        })
-        .await;
-        matches!(reached, Ok(true))
-    }
-
-    /// One flush round: fsyncs everything appended so far and advances the
-    /// high watermark. Blocking; run off the async workers. Returns the
-    /// commit latency of the round: how long ago the oldest append it made
-    /// durable happened (`None` if there was nothing to flush).
-    pub fn flush(&self) -> io::Result<Option<Duration>> {
-        let (file, target, since) = {
-            let mut inner = match self.lock_open() {
-                Ok(i) => i,
-                Err(_) => return Ok(None),
-            };
-            let target = inner.log_end_offset();
-            if target <= self.high_watermark() {
-                return Ok(None);
-            }
-            inner.active_mut().persist_indexes()?;
-            let since = inner.unflushed_since.take();
-            (inner.active().file().clone(), target, since)
-        };
-        file.sync_data()?;
-        self.high_watermark.send_if_modified(|hw| {
-            if target > *hw {
-                *hw = target;
-                true
-            } else {
-                false
-            }
-        });
-        Ok(since.map(|t| t.elapsed()))
-    }
-
-    /// Runs flush rounds whenever appends ask for one, until closed, and
-    /// records each round's commit latency in `commit_latency`, if given.
-    pub async fn run_flusher(self: Arc<Self>, commit_latency: Option<Arc<LatencyHistogram>>) {
-        loop {
-            self.flush_requested.notified().await;
-            if self.closed.load(Ordering::Acquire) {
-                return;
-            }
-            let log = self.clone();
-            match tokio::task::spawn_blocking(move || log.flush()).await {
-                Ok(Ok(latency)) => {
-                    if let (Some(latency), Some(h)) = (latency, &commit_latency) {
-                        h.record(latency);
-                    }
-                }
-                Ok(Err(e)) => {
-                    // An fsync failure means the page cache may have dropped
-                    // data we cannot rewrite: stop rather than ack it.
-                    tracing::error!(topic = %self.topic, partition = self.partition, error = %e,
-                        "fsync failed; stopping the broker to avoid acknowledging lost data");
-                    std::process::exit(70);
-                }
-                Err(e) => tracing::error!(error = %e, "flush task failed"),
-            }
-        }
     }
 
     /// Stops the flusher and makes everything durable (clean shutdown).

@@ -3,6 +3,7 @@
 use super::*;
 use crate::config::BrokerConfig;
 use crate::log::batch::testing;
+use std::time::Duration;
 
 fn config(sets: &[&str]) -> Arc<SharedConfig> {
     let broker = BrokerConfig::load(

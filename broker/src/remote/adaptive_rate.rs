@@ -33,9 +33,13 @@ impl RemoteStorage {
         tokio::spawn(async move {
             let mut ticker = tokio::time::interval(TICK);
             ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            let stats = match weak.upgrade() {
+                Some(me) => me.prefetcher.stats.clone(),
+                None => return,
+            };
             let mut last_commits = logs.commit_latency().snapshot();
-            let mut last_served = 0;
-            let mut last_gets = 0;
+            let mut last_served = stats.bytes_read.load(Ordering::Relaxed);
+            let mut last_gets = stats.gets.load(Ordering::Relaxed);
             let mut last_at = Instant::now();
             let mut was = HistoryRate::Unlimited;
             loop {
@@ -46,11 +50,11 @@ impl RemoteStorage {
                 let quota = me.prefetcher.quota();
                 let now = Instant::now();
                 let commits = logs.commit_latency().snapshot();
-                let served = quota.served.load(Ordering::Relaxed);
+                let served = stats.bytes_read.load(Ordering::Relaxed);
                 // GETs completed (a counter, not the budget's lock: this task
                 // runs on the request runtime, which never waits on a lock
                 // the prefetch threads hold).
-                let gets = me.prefetcher.stats.gets.load(Ordering::Relaxed);
+                let gets = stats.gets.load(Ordering::Relaxed);
                 let tick_commits = commits.since(&last_commits);
                 let tick_served = served.saturating_sub(last_served);
                 let rate = match dynamic.adaptive_rate(&me.broker) {
