@@ -3,6 +3,9 @@
 //! and `prefetch`; nothing depends on it.
 
 pub mod config;
+pub mod decode_bounds;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzz_targets;
 pub mod group;
 pub mod http;
 pub mod log;

@@ -158,11 +158,14 @@ impl BatchHeader {
         }
     }
 
+    /// Saturates rather than overflows: the base offset is not covered by
+    /// the CRC, so a flipped bit on disk can put it anywhere.
     pub fn last_offset(&self) -> i64 {
-        self.base_offset + self.last_offset_delta as i64
+        self.base_offset
+            .saturating_add(self.last_offset_delta as i64)
     }
     pub fn next_offset(&self) -> i64 {
-        self.last_offset() + 1
+        self.last_offset().saturating_add(1)
     }
     pub fn is_log_append_time(&self) -> bool {
         self.attributes & TIMESTAMP_TYPE_BIT != 0

@@ -207,7 +207,7 @@ impl ProducerStateManager {
         out
     }
 
-    fn decode(bytes: &[u8]) -> Option<Self> {
+    pub fn decode(bytes: &[u8]) -> Option<Self> {
         if bytes.len() < 10 {
             return None;
         }

@@ -293,7 +293,13 @@ impl LogSegment {
     /// Appends one batch whose base offset has already been assigned.
     pub fn append(&mut self, bytes: &[u8], header: &BatchHeader, now_ms: i64) -> io::Result<()> {
         let position = self.size;
-        self.file.write_all_at(bytes, position)?;
+        if let Err(e) = self.file.write_all_at(bytes, position) {
+            // A write cut short (no space left) leaves part of the batch
+            // past the segment's end: cut it, so that neither a later roll
+            // nor recovery takes it for log.
+            let _ = self.file.set_len(position);
+            return Err(e);
+        }
         if self.first_append_ms.is_none() {
             self.first_append_ms = Some(now_ms);
         }
@@ -506,7 +512,7 @@ pub fn find_record(
 /// satisfies `pred`: (offset, timestamp). A batch that cannot be decoded
 /// answers with its base offset.
 pub fn first_record_in_batch(
-    mut bytes: Bytes,
+    bytes: Bytes,
     hw: i64,
     pred: impl Fn(i64) -> bool,
 ) -> Option<(i64, i64)> {
@@ -514,15 +520,20 @@ pub fn first_record_in_batch(
     if h.is_log_append_time() {
         return pred(h.max_timestamp).then_some((h.base_offset, h.max_timestamp));
     }
-    match kafka_protocol::records::RecordBatchDecoder::decode(&mut bytes) {
-        Ok(set) => set
-            .records
-            .iter()
-            .find(|r| r.offset < hw && pred(r.timestamp))
-            .map(|r| (r.offset, r.timestamp)),
+    let mut found = None;
+    let scanned = super::record_scan::scan_records(&bytes, |offset, timestamp| {
+        if offset < hw && pred(timestamp) {
+            found = Some((offset, timestamp));
+            return false;
+        }
+        true
+    });
+    match scanned {
+        Ok(_) => found,
         Err(e) => {
-            tracing::warn!(error = %e, "cannot decode batch for timestamp lookup; using its base offset");
-            Some((h.base_offset, h.max_timestamp))
+            tracing::warn!(error = %e, base_offset = h.base_offset,
+                "cannot read the records of a batch for a timestamp lookup; using its base offset");
+            found.or(Some((h.base_offset, h.max_timestamp)))
         }
     }
 }

@@ -14,6 +14,8 @@ use kafka_protocol::protocol::{
 use kafka_protocol::ResponseError;
 use thiserror::Error;
 
+use crate::decode_bounds as bounds;
+
 use super::handlers;
 use super::versions;
 use super::Broker;
@@ -31,6 +33,13 @@ pub enum DispatchError {
         api: ApiKey,
         version: i16,
         message: String,
+    },
+    #[error("refused {api:?} v{version} before decoding: {source}")]
+    OutOfBounds {
+        api: ApiKey,
+        version: i16,
+        #[source]
+        source: bounds::BoundsError,
     },
     #[error("cannot encode response: {0}")]
     Encode(String),
@@ -56,6 +65,15 @@ impl Request {
         let key = i16::from_be_bytes([frame[0], frame[1]]);
         let version = i16::from_be_bytes([frame[2], frame[3]]);
         let api_key = ApiKey::try_from(key).map_err(|_| DispatchError::UnknownApiKey(key))?;
+        // The header's own version follows from the request's; for a
+        // version nobody defined there is no header to read. ApiVersions is
+        // the exception clients rely on (KIP-511): answered at v0 below.
+        if api_key != ApiKey::ApiVersions && !versions::is_supported(api_key, version) {
+            return Err(DispatchError::UnsupportedVersion {
+                api: api_key,
+                version,
+            });
+        }
         let header =
             decode_request_header_from_buffer(&mut frame).map_err(|e| DispatchError::Decode {
                 api: api_key,
@@ -72,7 +90,16 @@ impl Request {
         })
     }
 
+    /// Decodes the body, once [`bounds`] has found that doing so costs no
+    /// more than a small multiple of its size.
     fn decode<T: Decodable>(&mut self) -> Result<T, DispatchError> {
+        bounds::check_request(self.api_key as i16, self.version, &self.body).map_err(|source| {
+            DispatchError::OutOfBounds {
+                api: self.api_key,
+                version: self.version,
+                source,
+            }
+        })?;
         T::decode(&mut self.body, self.version).map_err(|e| DispatchError::Decode {
             api: self.api_key,
             version: self.version,

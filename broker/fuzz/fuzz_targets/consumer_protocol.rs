@@ -1,0 +1,3 @@
+#![no_main]
+//! See strata_broker::fuzz_targets::consumer_protocol.
+libfuzzer_sys::fuzz_target!(|data: &[u8]| strata_broker::fuzz_targets::consumer_protocol(data));
