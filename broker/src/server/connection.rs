@@ -6,6 +6,9 @@
 //!
 //! A frame over `socket.request.max.bytes`, a negative size or an
 //! undecodable header closes this connection only, with a log line.
+//! Responses waiting for the socket hold at most
+//! [`CONNECTION_RESPONSE_BUDGET`](dispatch::CONNECTION_RESPONSE_BUDGET)
+//! bytes of fetched records: a client that stops reading stops its fetches.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,7 +16,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 use tracing::Instrument;
 
 use super::dispatch::{self, Outgoing, Prepared};
@@ -36,6 +39,7 @@ pub async fn handle_connection(
     let (closed_tx, mut closed_rx) = oneshot::channel::<()>();
     let writer_task = tokio::spawn(write_responses(writer, rx, closed_tx, peer));
     let max = broker.max_request_bytes;
+    let response_budget = Arc::new(Semaphore::new(dispatch::CONNECTION_RESPONSE_BUDGET));
     loop {
         let size = tokio::select! {
             r = reader.read_i32() => match r {
@@ -58,6 +62,7 @@ pub async fn handle_connection(
         let request = match dispatch::Request::parse(frame) {
             Ok(mut r) => {
                 r.peer = peer.ip().to_string();
+                r.response_budget = Some(response_budget.clone());
                 r
             }
             Err(e) => {
@@ -127,6 +132,7 @@ async fn write_responses(
             Ok(Some(Outgoing {
                 frame,
                 history: Some(rt),
+                budget: _held_until_written,
             })) => {
                 // The socket stays registered with this runtime's reactor;
                 // only the copying runs on the history runtime's threads.
@@ -153,7 +159,11 @@ async fn write_responses(
                 let _ = closed.send(());
                 return;
             }
-            Ok(Some(Outgoing { frame, .. })) => {
+            Ok(Some(Outgoing {
+                frame,
+                budget: _held_until_written,
+                ..
+            })) => {
                 if let Err(e) = out.write_all(&frame).await {
                     tracing::debug!(%peer, error = %e, "write failed");
                     break;

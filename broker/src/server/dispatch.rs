@@ -13,6 +13,7 @@ use kafka_protocol::protocol::{
 };
 use kafka_protocol::ResponseError;
 use thiserror::Error;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::decode_bounds as bounds;
 
@@ -55,7 +56,17 @@ pub struct Request {
     pub correlation_id: i32,
     pub header: RequestHeader,
     pub body: Bytes,
+    /// The connection's budget for response bytes not yet written to its
+    /// socket (None outside a connection: tests).
+    pub response_budget: Option<Arc<Semaphore>>,
 }
+
+/// Response bytes one connection may hold before they reach its socket:
+/// a Fetch reserves up to its `max_bytes` from it (and is answered with at
+/// most what it got) before it reads anything, and gives it back once its
+/// response is written. A client that pipelines fetches and never reads
+/// its socket holds at most this much of the broker's memory.
+pub const CONNECTION_RESPONSE_BUDGET: usize = 64 << 20;
 
 impl Request {
     pub fn parse(mut frame: Bytes) -> Result<Self, DispatchError> {
@@ -87,6 +98,7 @@ impl Request {
             correlation_id: header.correlation_id,
             header,
             body: frame,
+            response_budget: None,
         })
     }
 
@@ -139,6 +151,9 @@ pub struct Outgoing {
     /// CPU cost of a catch-up left in the broker; on the request workers it
     /// would delay producers and tail readers whenever CPU runs short.
     pub history: Option<tokio::runtime::Handle>,
+    /// The part of the connection's response budget this response holds
+    /// until it is written.
+    pub budget: Option<OwnedSemaphorePermit>,
 }
 
 impl From<BytesMut> for Outgoing {
@@ -146,6 +161,7 @@ impl From<BytesMut> for Outgoing {
         Outgoing {
             frame,
             history: None,
+            budget: None,
         }
     }
 }
@@ -186,16 +202,31 @@ pub async fn prepare(mut req: Request, broker: &Arc<Broker>) -> Prepared {
             }))
         }
         ApiKey::Fetch => {
-            let r: FetchRequest = match req.decode() {
+            let mut r: FetchRequest = match req.decode() {
                 Ok(r) => r,
                 Err(e) => return Prepared::Ready(Err(e)),
             };
+            let budget = req.response_budget.clone();
             let b = broker.clone();
             let client = handlers::fetch::Client {
                 client_id: req.header.client_id.as_deref().unwrap_or("").to_string(),
                 host: format!("/{}", req.peer),
             };
             Prepared::Deferred(Box::pin(async move {
+                let permit = match budget {
+                    Some(budget) => {
+                        let want = if r.max_bytes <= 0 {
+                            CONNECTION_RESPONSE_BUDGET
+                        } else {
+                            (r.max_bytes as usize).min(CONNECTION_RESPONSE_BUDGET)
+                        };
+                        r.max_bytes = want as i32;
+                        // Waits while earlier responses are unwritten: they
+                        // go out first anyway.
+                        budget.acquire_many_owned(want as u32).await.ok()
+                    }
+                    None => None,
+                };
                 let fetched = handlers::fetch::handle_for(r, version, &b, &client).await;
                 let history = match &b.remote {
                     Some(remote) if fetched.history_bytes > 0 => {
@@ -212,7 +243,17 @@ pub async fn prepare(mut req: Request, broker: &Arc<Broker>) -> Prepared {
                         .map_err(|e| DispatchError::Encode(e.to_string()))??,
                     None => encode_response(cid, version, &resp)?,
                 };
-                Ok(Some(Outgoing { frame, history }))
+                // Give back what the response did not use.
+                let budget = permit.map(|mut p| {
+                    let unused = p.num_permits().saturating_sub(frame.len());
+                    drop(p.split(unused));
+                    p
+                });
+                Ok(Some(Outgoing {
+                    frame,
+                    history,
+                    budget,
+                }))
             }))
         }
         // These wait for the rest of the group; they must not hold up the
