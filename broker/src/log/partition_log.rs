@@ -58,6 +58,13 @@ pub enum LogError {
     Corrupt(#[from] batch::BatchError),
     #[error("partition log is closed")]
     Closed,
+    /// A stored batch failed its check when read: never served.
+    #[error("corrupt record batch in {} at position {position}: {reason}", segment.display())]
+    CorruptStored {
+        segment: PathBuf,
+        position: u64,
+        reason: batch::BatchError,
+    },
     #[error("idempotent producer check failed: {0:?}")]
     Sequence(SequenceError),
     #[error("storage error: {0}")]
@@ -552,12 +559,12 @@ impl PartitionLog {
                     log_end_offset: leo,
                 });
             }
-            let mut c: Vec<(SegmentSlice, u64)> = Vec::with_capacity(2);
+            let mut c: Vec<(SegmentSlice, u64, PathBuf)> = Vec::with_capacity(2);
             if offset < hw {
                 let floor = inner.segments.range(..=offset).next_back();
                 for (_, seg) in floor.into_iter().chain(inner.segments.range(offset + 1..)) {
                     if seg.next_offset() > offset {
-                        c.push((seg.slice(), seg.position_hint(offset)));
+                        c.push((seg.slice(), seg.position_hint(offset), seg.log_path()));
                     }
                     if c.len() == 2 {
                         break;
@@ -571,7 +578,7 @@ impl PartitionLog {
             high_watermark: hw,
             log_start_offset,
         };
-        for (slice, hint) in candidates {
+        for (slice, hint, segment) in candidates {
             let Some((pos, first)) = slice.seek(hint, offset)? else {
                 continue;
             };
@@ -588,11 +595,25 @@ impl PartitionLog {
             };
             let mut buf = slice.read(pos, want)?;
             let mut end = 0;
-            for (p, h) in BatchScanner::new(&buf, false) {
+            // CRC-checked: a batch the disk changed is never served. The
+            // last one may be cut by `want`; only a whole bad batch counts.
+            let mut scanner = BatchScanner::new(&buf, true);
+            for (p, h) in scanner.by_ref() {
                 if h.base_offset >= hw {
                     break;
                 }
                 end = p + h.size;
+            }
+            if end == 0 {
+                if let Some(reason) = scanner.stopped_by.take() {
+                    if !matches!(reason, batch::BatchError::Truncated { .. }) {
+                        return Err(LogError::CorruptStored {
+                            segment,
+                            position: pos,
+                            reason,
+                        });
+                    }
+                }
             }
             buf.truncate(end);
             return Ok(ReadResult {

@@ -177,6 +177,19 @@ fn remote_partition(b: &Broker, t: &Target, log: &PartitionLog) -> Option<Arc<Re
         .partition(t.handle.as_ref()?, t.partition)
 }
 
+/// The tiered view of `t`'s partition if the bucket holds the segment with
+/// its fetch offset, wherever the local log starts.
+fn tiered_copy(b: &Broker, t: &Target) -> Option<Arc<RemotePartition>> {
+    let rp = b
+        .remote
+        .as_ref()?
+        .partition(t.handle.as_ref()?, t.partition)?;
+    rp.manifest()
+        .segment_for_offset(t.fetch_offset)
+        .is_some()
+        .then_some(rp)
+}
+
 /// Reads every partition: local ones at once; those below the local log
 /// start together through the historical read path, waiting for them at
 /// most until `deadline` (what is not ready then is returned empty and
@@ -209,6 +222,20 @@ async fn read_all(
                 Some(rp) => remote_pending.push((i, rp)),
                 None => {
                     out_of_range(&mut pd, log);
+                    any_error = true;
+                }
+            },
+            // The bucket's copy, where the segment was tiered already.
+            Err(e @ LogError::CorruptStored { .. }) => match tiered_copy(b, t) {
+                Some(rp) => {
+                    tracing::error!(topic = %log.topic(), partition = t.partition, error = %e,
+                        "serving the bucket's copy of a corrupt local batch");
+                    remote_pending.push((i, rp));
+                }
+                None => {
+                    tracing::error!(topic = %log.topic(), partition = t.partition, error = %e,
+                        "fetch read failed: corrupt batch, no copy in the bucket");
+                    storage_error(&mut pd, log);
                     any_error = true;
                 }
             },
