@@ -10,6 +10,10 @@
 //! commit; after the commit and before the local deletion; inside a
 //! multipart upload (after its second part); and the manifest write itself
 //! (before it, and after it with the answer lost).
+//!
+//! Faults the broker lives through, with the same checks: a multipart part
+//! that fails once, a conditional manifest write that loses the race once,
+//! and a manifest write whose answer is lost once.
 
 mod common;
 
@@ -44,6 +48,14 @@ enum CrashPoint {
     MultipartPart,
     /// Never: the restarted broker.
     None,
+    /// Faults the broker lives through (no restart):
+    /// the second multipart part fails once;
+    FailPartOnce,
+    /// the first conditional manifest write loses the race once (412
+    /// Precondition Failed, nothing written);
+    LoseRaceOnce,
+    /// the first manifest write is done but its answer is lost once.
+    AnswerLostOnce,
 }
 
 /// The store as one broker process sees it.
@@ -55,6 +67,8 @@ struct CrashStore {
     parts: Arc<AtomicUsize>,
     /// Set when the process died; shared with its log.
     dead: Arc<AtomicBool>,
+    /// A one-time fault already happened.
+    faulted: AtomicBool,
 }
 
 impl fmt::Display for CrashStore {
@@ -78,6 +92,7 @@ impl CrashStore {
             segment_puts: AtomicUsize::new(0),
             parts: Arc::new(AtomicUsize::new(0)),
             dead,
+            faulted: AtomicBool::new(false),
         }
     }
     fn alive(&self) -> object_store::Result<()> {
@@ -112,6 +127,19 @@ impl ObjectStore for CrashStore {
                 self.inner.put_opts(l, p, o).await?;
                 return Err(self.die());
             }
+            CrashPoint::LoseRaceOnce if commit && !self.faulted.swap(true, Ordering::SeqCst) => {
+                return Err(object_store::Error::Precondition {
+                    path: key.to_string(),
+                    source: "injected: another writer won".into(),
+                });
+            }
+            CrashPoint::AnswerLostOnce if commit && !self.faulted.swap(true, Ordering::SeqCst) => {
+                self.inner.put_opts(l, p, o).await?;
+                return Err(object_store::Error::Generic {
+                    store: "fault",
+                    source: "injected: connection reset before the answer".into(),
+                });
+            }
             _ => {}
         }
         self.inner.put_opts(l, p, o).await
@@ -127,6 +155,7 @@ impl ObjectStore for CrashStore {
         Ok(Box::new(CrashUpload {
             inner,
             crash: self.point == CrashPoint::MultipartPart,
+            fail_once: self.point == CrashPoint::FailPartOnce,
             parts: self.parts.clone(),
             dead: self.dead.clone(),
         }))
@@ -164,6 +193,7 @@ impl ObjectStore for CrashStore {
 struct CrashUpload {
     inner: Box<dyn MultipartUpload>,
     crash: bool,
+    fail_once: bool,
     parts: Arc<AtomicUsize>,
     dead: Arc<AtomicBool>,
 }
@@ -175,6 +205,14 @@ impl MultipartUpload for CrashUpload {
         if self.dead.load(Ordering::SeqCst) || (self.crash && n == 2) {
             self.dead.store(true, Ordering::SeqCst);
             return Box::pin(async { Err(died()) });
+        }
+        if self.fail_once && n == 2 {
+            return Box::pin(async {
+                Err(object_store::Error::Generic {
+                    store: "fault",
+                    source: "injected: 500 on an upload part".into(),
+                })
+            });
         }
         self.inner.put_part(data)
     }
@@ -240,6 +278,7 @@ struct Process {
     partition: Arc<strata_tiering::RemotePartition>,
     log: Arc<ProcessLog>,
     dead: Arc<AtomicBool>,
+    store: Arc<CrashStore>,
 }
 
 async fn start(
@@ -249,7 +288,8 @@ async fn start(
     owner: &str,
 ) -> Process {
     let dead = Arc::new(AtomicBool::new(false));
-    let store: Arc<dyn ObjectStore> = Arc::new(CrashStore::new(inner.clone(), point, dead.clone()));
+    let crash_store = Arc::new(CrashStore::new(inner.clone(), point, dead.clone()));
+    let store: Arc<dyn ObjectStore> = crash_store.clone();
     let manager = RemoteLogManager::new(
         store,
         "",
@@ -280,6 +320,7 @@ async fn start(
         partition,
         log: plog,
         dead,
+        store: crash_store,
     }
 }
 
@@ -321,9 +362,22 @@ async fn crash_and_restart(point: CrashPoint) {
             "{point:?}: deleted local segments below {below}, catalog ends at {durable_end}"
         );
     }
+    assert!(committed_before <= 3);
     drop(first.manager);
 
     let second = start(&inner, &log, CrashPoint::None, "a").await;
+    finishes(&inner, &log, &second, point, true).await;
+}
+
+/// The process tiers everything, once, with every object in place and no
+/// orphan left; `restarted`: after another one died.
+async fn finishes(
+    inner: &Arc<InMemory>,
+    log: &Arc<FakeLog>,
+    second: &Process,
+    point: CrashPoint,
+    restarted: bool,
+) {
     eventually("every segment in the catalog after the restart", || {
         second.partition.manifest().segments.len() == 3
     })
@@ -337,22 +391,23 @@ async fn crash_and_restart(point: CrashPoint) {
         "{point:?}: each segment once, in order"
     );
     // Only what was not committed before the crash is uploaded again.
+    let earlier = m
+        .segments
+        .iter()
+        .filter(|s| s.writer_epoch < m.writer_epoch)
+        .count();
+    assert!(restarted || earlier == 0, "{point:?}");
     assert_eq!(
         second
             .partition
             .stats
             .uploaded_segments
             .load(Ordering::Relaxed) as usize,
-        3 - m
-            .segments
-            .iter()
-            .filter(|s| s.writer_epoch < m.writer_epoch)
-            .count(),
+        3 - earlier,
         "{point:?}"
     );
-    assert!(committed_before <= 3);
     // The catalog names only objects that exist, with the bytes sealed.
-    let objects = segment_objects(&inner).await;
+    let objects = segment_objects(inner).await;
     for s in &m.segments {
         for key in [&s.log_key, &s.index_key, &s.time_index_key] {
             assert!(
@@ -389,7 +444,21 @@ async fn crash_and_restart(point: CrashPoint) {
         "{point:?}: orphaned objects left: {orphans:?}"
     );
     assert!(!second.dead.load(Ordering::SeqCst));
-    drop(second.manager);
+}
+
+/// Lives through a fault at `point` while tiering three segments.
+async fn fault_and_finish(point: CrashPoint) {
+    let inner = Arc::new(InMemory::new());
+    let log = FakeLog::new(policy(0));
+    for base in [0, 10, 20] {
+        log.seal(base, 4096, 10_000);
+    }
+    let p = start(&inner, &log, point, "a").await;
+    eventually("the fault was met", || {
+        p.store.faulted.load(Ordering::SeqCst) || p.store.parts.load(Ordering::SeqCst) >= 2
+    })
+    .await;
+    finishes(&inner, &log, &p, point, false).await;
 }
 
 /// A read-only view of the bucket for checks made between the two runs.
@@ -468,4 +537,19 @@ async fn crash_after_the_catalog_commit_before_local_deletion() {
 #[tokio::test]
 async fn crash_inside_a_multipart_upload() {
     crash_and_restart(CrashPoint::MultipartPart).await;
+}
+
+#[tokio::test]
+async fn a_failed_multipart_part_is_retried() {
+    fault_and_finish(CrashPoint::FailPartOnce).await;
+}
+
+#[tokio::test]
+async fn a_conditional_manifest_write_that_loses_the_race_is_retried() {
+    fault_and_finish(CrashPoint::LoseRaceOnce).await;
+}
+
+#[tokio::test]
+async fn a_manifest_write_whose_answer_is_lost_is_not_applied_twice() {
+    fault_and_finish(CrashPoint::AnswerLostOnce).await;
 }
