@@ -14,13 +14,16 @@ latency per phase are measured and printed against the quiet phase
 the outage also reads history from the bucket (a catch-up), the quiet one
 included, so the ratios compare like with like."""
 
+import json
 import os
+import signal
 import statistics
-import threading
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
 
 import kutil
 import tierutil as tu
@@ -29,96 +32,62 @@ from s3faults import S3FaultProxy
 OUTAGE_S = float(os.environ.get("STRATA_OUTAGE_S", "30"))
 PHASE_S = 10
 SEG = 256 * 1024
+HERE = Path(__file__).resolve().parent
 
 
-class Probe(threading.Thread):
-    """Produces data-set records at a fixed rate and reads them back at the
-    tail, recording per phase the produce (send to ack) and end-to-end
-    (send to read) latencies."""
+class Probe:
+    """latency_probe.py in its own process (the proxy and the catch-up
+    readers of this one must not delay what it measures)."""
 
-    def __init__(self, bootstrap, topic, ds, rate=300):
-        super().__init__(daemon=True)
-        self.topic, self.ds, self.rate = topic, ds, rate
-        self.p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                           "linger.ms": 2, "message.timeout.ms": 900_000})
-        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": kutil.unique("tail"),
-                           "enable.auto.commit": False, "fetch.wait.max.ms": 50})
-        self.c.assign([TopicPartition(topic, 0, 0)])
-        self.phase = "quiet"
-        self.sent_at: dict[int, tuple[float, str]] = {}
-        self.produce_ms: dict[str, list[float]] = {}
-        self.tail_ms: dict[str, list[float]] = {}
-        self.errors: list[str] = []
-        self.next = 0
-        self.stop_flag = threading.Event()
-        self.reader = threading.Thread(target=self._read, daemon=True)
+    def __init__(self, bootstrap, topic, ds_seed, ts0, out, rate=300):
+        self.out = out
+        self.proc = subprocess.Popen([sys.executable, str(HERE / "latency_probe.py"), bootstrap, topic,
+                                      str(ds_seed), str(ts0), str(rate), str(out)], cwd=HERE)
+        self.phases: list[tuple[str, float]] = []  # (name, wall start)
 
-    def _cb(self, err, msg):
-        i = int(msg.key()[1:])
-        t, phase = self.sent_at[i]
-        if err is not None:
-            self.errors.append(f"{i}: {err}")
-            return
-        if msg.offset() != i:
-            self.errors.append(f"record {i} at offset {msg.offset()}")
-        self.produce_ms.setdefault(phase, []).append((time.monotonic() - t) * 1e3)
+    def mark(self, name):
+        self.phases.append((name, time.time()))
 
-    def _read(self):
-        while not self.stop_flag.is_set() or self.c.position([TopicPartition(self.topic, 0)])[0].offset < self.next:
-            m = self.c.poll(0.1)
-            if m is None or m.error():
-                continue
-            i = int(m.key()[1:])
-            t, phase = self.sent_at[i]
-            self.tail_ms.setdefault(phase, []).append((time.monotonic() - t) * 1e3)
-            if self.stop_flag.is_set() and time.monotonic() > self.deadline:
-                return
+    def finish(self) -> dict:
+        self.phases.append(("end", time.time()))
+        self.proc.send_signal(signal.SIGTERM)
+        assert self.proc.wait(900) == 0, "latency probe failed"
+        return json.load(open(self.out))
 
-    def run(self):
-        self.deadline = float("inf")
-        self.reader.start()
-        t0 = time.monotonic()
-        while not self.stop_flag.is_set():
-            while self.next < int((time.monotonic() - t0) * self.rate):
-                i = self.next
-                self.sent_at[i] = (time.monotonic(), self.phase)
-                self.p.produce(self.topic, key=self.ds.key(i), value=self.ds.value(i), partition=0,
-                               timestamp=self.ds.timestamp(i), on_delivery=self._cb)
-                self.next += 1
-            self.p.poll(0.005)
-        self.left = self.p.flush(300)
-
-    def finish(self):
-        self.stop_flag.set()
-        self.join(320)
-        self.deadline = time.monotonic() + 60
-        self.reader.join(90)
-        self.c.close()
-        return self.next
+    def by_phase(self, samples):
+        out = {name: ([], []) for name, _ in self.phases[:-1]}
+        for t, prod, tail in samples:
+            for (name, a), (_, z) in zip(self.phases, self.phases[1:]):
+                if a <= t < z:
+                    if prod is not None:
+                        out[name][0].append(prod)
+                    if tail is not None:
+                        out[name][1].append(tail)
+        return out
 
 
 def _p99(xs):
     return statistics.quantiles(xs, n=100)[98] if len(xs) >= 20 else max(xs or [0])
 
 
-@pytest.mark.timeout(900 + 2 * OUTAGE_S)
-def test_object_store_faults(broker_factory, moto, s3_bucket):
+@pytest.mark.timeout(1200 + 2 * OUTAGE_S)
+def test_object_store_faults(broker_factory, moto, s3_bucket, tmp_path):
     proxy = S3FaultProxy(moto.port)
     try:
         b = tu.s3_broker(broker_factory, s3_bucket, env=moto.env(proxy.endpoint))
         adm = kutil.admin(b.bootstrap)
         topic = kutil.create_topic(adm, kutil.unique("faults"), 1,
                                    config={"segment.bytes": str(SEG), "local.retention.ms": "1000"})
-        ds = tu.DataSet(seed=11, ts0=tu.ms_ago(5), min_size=400, max_size=600)
-        probe = Probe(b.bootstrap, topic, ds)
-        probe.start()
+        ts0 = tu.ms_ago(5)
+        ds = tu.DataSet(seed=11, ts0=ts0, min_size=400, max_size=600)
+        probe = Probe(b.bootstrap, topic, 11, ts0, tmp_path / "latency.json")
         violations = []
 
         def phase(name, seconds, setup=None, history=False):
             proxy.clear()
             if setup:
                 setup()
-            probe.phase = name
+            probe.mark(name)
             end = time.monotonic() + seconds
             while time.monotonic() < end:
                 segs = tu.local_segments(b, topic)
@@ -135,27 +104,30 @@ def test_object_store_faults(broker_factory, moto, s3_bucket):
 
         tu.wait_for(lambda: (tu.remote_end(s3_bucket, topic) >= 500 or None, "remote end"), 60,
                     "tiering before the faults")
-        # The quiet phase carries the same catch-up load as the fault phases.
-        phase("quiet", PHASE_S, history=True)
-        phase("503 SlowDown, every 2nd request", PHASE_S,
-              lambda: proxy.add("status", 503, every=2), history=True)
-        phase("500 InternalError, every 3rd request", PHASE_S,
-              lambda: proxy.add("status", 500, every=3), history=True)
-        phase("connection reset, every 4th request", PHASE_S,
-              lambda: proxy.add("reset", every=4), history=True)
-        phase("+300 ms per request", PHASE_S, lambda: proxy.add("delay", 0.3), history=True)
-        phase("2 requests hang 8 s", PHASE_S, lambda: proxy.add("hang", 8, count=2), history=True)
-        phase("conditional manifest writes lose the race (412 x3)", PHASE_S,
-              lambda: proxy.add("status", 412, count=3,
-                                match=lambda r: r.conditional and "/manifest/" in r.path), history=True)
-        probe.phase = f"outage {OUTAGE_S:.0f} s"
+        # Each fault phase follows a quiet one under the same catch-up load:
+        # its latency is compared with the quiet phase just before it, so
+        # drift over the run (the machine, the S3 server) cancels out.
+        faults = [
+            ("503 SlowDown, every 2nd request", lambda: proxy.add("status", 503, every=2)),
+            ("500 InternalError, every 3rd request", lambda: proxy.add("status", 500, every=3)),
+            ("connection reset, every 4th request", lambda: proxy.add("reset", every=4)),
+            ("+300 ms per request", lambda: proxy.add("delay", 0.3)),
+            ("2 requests hang 8 s", lambda: proxy.add("hang", 8, count=2)),
+            ("conditional manifest writes lose the race (412 x3)",
+             lambda: proxy.add("status", 412, count=3, match=lambda r: r.conditional and "/manifest/" in r.path)),
+        ]
+        for i, (name, setup) in enumerate(faults):
+            phase(f"quiet {i}", PHASE_S, history=True)
+            phase(name, PHASE_S, setup, history=True)
+        phase(f"quiet {len(faults)}", PHASE_S)
         proxy.down()
-        phase(probe.phase, OUTAGE_S)
+        phase(f"outage {OUTAGE_S:.0f} s", OUTAGE_S)
         proxy.up()
         phase("recovered", PHASE_S, history=True)
-        n = probe.finish()
-
-        assert probe.left == 0 and not probe.errors, f"producer: {probe.left} unacked, {probe.errors[:5]}"
+        result = probe.finish()
+        n = result["produced"]
+        assert result["unflushed"] == 0 and not result["errors"], \
+            f"producer: {result['unflushed']} unacked, {result['errors'][:5]}"
         for fault in ("status:503", "status:500", "reset", "delay", "hang", "status:412"):
             assert proxy.counts[fault] > 0, f"fault {fault} was never applied: {dict(proxy.counts)}"
         assert not violations, violations[:5]
@@ -166,10 +138,15 @@ def test_object_store_faults(broker_factory, moto, s3_bucket):
         assert kutil.watermarks(b.bootstrap, topic, 0) == (0, n)
         tu.verify_range(b.bootstrap, topic, ds, 0, n, timeout=300)
 
-        q_prod, q_tail = _p99(probe.produce_ms["quiet"]), _p99(probe.tail_ms["quiet"])
+        phases = probe.by_phase(result["samples"])
         lines = [f"{'phase':<52} {'produce p99':>12} {'ratio':>6} {'tail p99':>10} {'ratio':>6}"]
-        for name in probe.produce_ms:
-            pp, tp = _p99(probe.produce_ms[name]), _p99(probe.tail_ms.get(name, []))
+        q_prod = q_tail = None
+        for name, (prod, tail) in phases.items():
+            pp, tp = _p99(prod), _p99(tail)
+            if name.startswith("quiet"):
+                q_prod, q_tail = pp, tp
+                lines.append(f"{name:<52} {pp:>10.1f}ms {'':>6} {tp:>8.1f}ms")
+                continue
             lines.append(f"{name:<52} {pp:>10.1f}ms {pp / q_prod:>6.2f} {tp:>8.1f}ms {tp / q_tail:>6.2f}")
         print("\n" + "\n".join(lines) + f"\nfaults applied: {dict(proxy.counts)} of {proxy.requests} requests")
     finally:
