@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from strata_broker import free_port
+from tierutil import listen_again
+from tierutil import reset as _reset
 
 S3_CODES = {500: "InternalError", 503: "SlowDown", 412: "PreconditionFailed"}
 REASONS = {500: "Internal Server Error", 503: "Slow Down", 412: "Precondition Failed"}
@@ -112,18 +114,7 @@ class S3FaultProxy:
         with self._lock:
             if self._listener is not None:
                 return
-            ls = socket.socket()
-            ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            deadline = time.monotonic() + 10
-            while True:
-                try:
-                    ls.bind(("127.0.0.1", self.port))
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.1)
-            ls.listen(128)
+            ls = listen_again(self.port)
             self._listener = ls
         threading.Thread(target=self._accept, args=(ls,), daemon=True, name="s3fault-accept").start()
 
@@ -266,15 +257,3 @@ class _Reader:
             body = self._take(int(headers.get("content-length", "0") or 0))
         path, _, query = target.partition("?")
         return Request(method, path, query, headers, head, body)
-
-
-def _reset(s: socket.socket):
-    import struct
-    try:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    except OSError:
-        pass
-    try:
-        s.close()
-    except OSError:
-        pass

@@ -181,11 +181,12 @@ class Broker:
             pass
 
     # ------------------------------------------------------------------
-    def rss_kib(self) -> int | None:
+    def rss_kib(self, field: str = "VmRSS") -> int | None:
+        """Resident memory now (VmRSS), or at its peak (field="VmHWM")."""
         try:
             with open(f"/proc/{self.pid}/status") as f:
                 for line in f:
-                    if line.startswith("VmRSS:"):
+                    if line.startswith(field + ":"):
                         return int(line.split()[1])
         except (OSError, AssertionError):
             return None

@@ -101,20 +101,12 @@ CASES = {
 }
 
 
-def _peak_rss_kib(b) -> int:
-    with open(f"/proc/{b.pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmHWM")
-
-
 def test_malformed_requests_close_only_their_connection(broker_factory):
     b = broker_factory({"num.partitions": 1})
     adm = kutil.admin(b.bootstrap)
     topic = kutil.create_topic(adm, kutil.unique("malformed"), 1)
     kutil.produce(b.bootstrap, topic, [{"value": b"before"}])
-    peak_before = _peak_rss_kib(b)
+    peak_before = b.rss_kib("VmHWM")
     with wire.KafkaConn.to(b.bootstrap) as bystander:
         for name, (raw, says) in CASES.items():
             mark = b.log_size()
@@ -129,7 +121,7 @@ def test_malformed_requests_close_only_their_connection(broker_factory):
             lines = [l for l in log.splitlines() if "closing connection" in l]
             assert len(lines) == 1, f"{name}: expected one log line, got:\n{log}"
             assert says.lower() in lines[0].lower(), f"{name}: log line does not say {says!r}: {lines[0]}"
-    peak_after = _peak_rss_kib(b)
+    peak_after = b.rss_kib("VmHWM")
     assert peak_after - peak_before < 64 * 1024, \
         f"peak RSS grew from {peak_before} to {peak_after} KiB while refusing malformed requests"
     assert kutil.watermarks(b.bootstrap, topic, 0) == (0, 1), "a malformed request stored something"
@@ -174,7 +166,7 @@ def test_decompression_bomb_does_not_inflate_in_the_broker(broker_factory, codec
                                config={"max.message.bytes": str(16 << 20)})
     now = int(time.time() * 1000)
     zeros = bytes(200 << 20)
-    peak_before = _peak_rss_kib(b)
+    peak_before = b.rss_kib("VmHWM")
     dels = kutil.produce(b.bootstrap, topic, [{"value": zeros, "timestamp": now},
                                               {"value": zeros, "timestamp": now + 1}],
                          **{"compression.type": codec, "message.max.bytes": 500_000_000,
@@ -182,7 +174,7 @@ def test_decompression_bomb_does_not_inflate_in_the_broker(broker_factory, codec
     assert all(d.error is None for d in dels), [d.error for d in dels]
     del zeros
     assert kutil.offsets_for_times(b.bootstrap, topic, 0, [now + 1, now]) == [1, 0]
-    peak_after = _peak_rss_kib(b)
+    peak_after = b.rss_kib("VmHWM")
     assert peak_after - peak_before < 64 * 1024, \
         f"peak RSS grew by {(peak_after - peak_before) // 1024} MiB reading a compressed batch"
     assert b.alive()

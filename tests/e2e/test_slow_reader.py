@@ -11,14 +11,6 @@ import kutil
 import wire
 
 
-def _rss_kib(b) -> int:
-    with open(f"/proc/{b.pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
-
-
 def test_pipelined_fetches_never_read_hold_bounded_memory(broker_factory):
     b = broker_factory({"num.partitions": 1, "remote.log.storage.system.enable": "false"})
     adm = kutil.admin(b.bootstrap)
@@ -27,7 +19,7 @@ def test_pipelined_fetches_never_read_hold_bounded_memory(broker_factory):
         for i in range(48):
             batch = wire.encode_batch([wire.Rec(None, os.urandom(1 << 20), int(time.time() * 1000))])
             assert c.produce_v3(topic, 0, batch).error_code == 0
-    base = _rss_kib(b)
+    base = b.rss_kib("VmRSS")
     host, port = b.bootstrap.rsplit(":", 1)
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
@@ -40,7 +32,7 @@ def test_pipelined_fetches_never_read_hold_bounded_memory(broker_factory):
     peak = base
     for _ in range(30):
         time.sleep(0.1)
-        peak = max(peak, _rss_kib(b))
+        peak = max(peak, b.rss_kib("VmRSS"))
     grew_mib = (peak - base) // 1024
     with wire.KafkaConn.to(b.bootstrap) as bystander:
         assert bystander.api_versions()[0] == 0

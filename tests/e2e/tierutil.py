@@ -133,18 +133,7 @@ class TcpProxy:
         with self._lock:
             if self.is_up:
                 return
-            ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            deadline = time.monotonic() + 10
-            while True:
-                try:
-                    ls.bind(("127.0.0.1", self.port))
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.1)
-            ls.listen(64)
+            ls = listen_again(self.port)
             self._listener = ls
             self.is_up = True
             self._accept_thread = threading.Thread(target=self._accept, args=(ls,), daemon=True,
@@ -218,6 +207,29 @@ class TcpProxy:
                     pass
             with self._lock:
                 self._conns = [c for c in self._conns if c not in (a, b)]
+
+
+def listen_again(port: int, backlog: int = 128) -> socket.socket:
+    """A loopback listener on `port`, retried for up to 10 s while the
+    port's previous listener is still closing."""
+    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            ls.bind(("127.0.0.1", port))
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    ls.listen(backlog)
+    return ls
+
+
+def reset(s: socket.socket):
+    """Closes `s` with a TCP reset."""
+    _reset(s)
 
 
 def _reset(s: socket.socket):
