@@ -9,6 +9,7 @@ use bytes::Bytes;
 use crate::decode_bounds;
 use crate::group::subscription;
 use crate::log::batch::{self, BatchScanner};
+use crate::log::checkpoint;
 use crate::log::index::{OffsetIndex, TimeIndex};
 use crate::log::producer_state::ProducerStateManager;
 use crate::log::record_scan;
@@ -47,12 +48,17 @@ pub fn consumer_protocol(data: &[u8]) {
 }
 
 /// What the broker reads back from its data directory and the bucket:
-/// producer snapshots, offset and time indexes, partition manifests.
+/// producer snapshots, offset checkpoints, offset and time indexes,
+/// partition manifests.
 pub fn stored_files(data: &[u8]) {
     let _ = ProducerStateManager::decode(data);
     let _ = serde_json::from_slice::<strata_catalog::PartitionManifest>(data);
     let dir = std::env::temp_dir().join(format!("strata-fuzz-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
+    let checkpoint = dir.join("checkpoint");
+    if std::fs::write(&checkpoint, data).is_ok() {
+        let _ = checkpoint::read(&checkpoint);
+    }
     let path = dir.join("index");
     if std::fs::write(&path, data).is_ok() {
         if let Ok(Some(i)) = OffsetIndex::load(&path, 1 << 20, |_| true) {

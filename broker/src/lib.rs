@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod decode_bounds;
+pub mod fd_limit;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz_targets;
 pub mod group;

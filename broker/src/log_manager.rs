@@ -184,6 +184,15 @@ impl LogManager {
                 .map_err(|e| anyhow::anyhow!("corrupt topic metadata {}: {e}", path.display()))?;
             let resolved = TopicConfig::resolve(&broker, &record.configs);
             let shared = SharedConfig::new(resolved);
+            if record.partitions == 0
+                || record.partitions as u64 > crate::fd_limit::partition_capacity()
+            {
+                anyhow::bail!(
+                    "corrupt topic metadata {}: {} partitions",
+                    path.display(),
+                    record.partitions
+                );
+            }
             let mut partitions = Vec::with_capacity(record.partitions as usize);
             for p in 0..record.partitions as i32 {
                 let dir_name = partition_dir_name(&record.name, p);
@@ -355,6 +364,28 @@ impl LogManager {
     }
 
     /// All topics, sorted by name.
+    /// Refuses `more` partitions if the broker could not keep them open
+    /// within its file descriptor limit (`ulimit -n`).
+    fn check_partition_capacity(&self, more: u64) -> Result<(), TopicError> {
+        let have: u64 = self
+            .topics()
+            .iter()
+            .map(|t| t.partition_count() as u64)
+            .sum();
+        let capacity = crate::fd_limit::partition_capacity();
+        if have.saturating_add(more) > capacity {
+            return Err(TopicError::InvalidPartitions(format!(
+                "{more} more partitions would bring this broker to {}, over the {capacity} it can keep open \
+                 within its file descriptor limit (ulimit -n {}, {} kept for connections and segments); \
+                 raise the limit",
+                have + more,
+                crate::fd_limit::soft().unwrap_or(0),
+                crate::fd_limit::RESERVED_FDS
+            )));
+        }
+        Ok(())
+    }
+
     pub fn topics(&self) -> Vec<Arc<Topic>> {
         let mut v: Vec<_> = self
             .topics
@@ -392,6 +423,7 @@ impl LogManager {
                 "Number of partitions was set to an invalid non-positive value: {partitions}"
             )));
         }
+        self.check_partition_capacity(partitions as u64)?;
         let rf = if replication_factor == -1 {
             self.broker.i32("default.replication.factor")
         } else {
@@ -509,6 +541,7 @@ impl LogManager {
                 "Topic currently has {current} partitions, which is higher than or equal to the requested {count}."
             )));
         }
+        self.check_partition_capacity((count - current) as u64)?;
         if validate_only {
             return Ok(());
         }

@@ -161,6 +161,14 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         BrokerConfig::load(args.config.as_deref(), &args.set).context("invalid broker settings")?,
     );
     parse_host_port(&args.http_listen, "--http-listen")?;
+    match strata_broker::fd_limit::raise_to_hard() {
+        Some(n) => tracing::info!(
+            open_files = n,
+            partitions = strata_broker::fd_limit::partition_capacity(),
+            "file descriptor limit (ulimit -n) and the partitions it allows"
+        ),
+        None => tracing::warn!("cannot read the file descriptor limit"),
+    }
     let object_store = args
         .object_store
         .clone()

@@ -178,3 +178,30 @@ def test_decompression_bomb_does_not_inflate_in_the_broker(broker_factory, codec
     assert peak_after - peak_before < 64 * 1024, \
         f"peak RSS grew by {(peak_after - peak_before) // 1024} MiB reading a compressed batch"
     assert b.alive()
+
+
+def test_partition_counts_beyond_the_fd_limit_are_refused(broker):
+    """A CreateTopics for 100,000 partitions or a CreatePartitions to 2^31-1
+    used to run the broker into `Too many open files` for seconds; both are
+    refused at once with INVALID_PARTITIONS (37) naming the limit."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import NewTopic
+    adm = kutil.admin(broker.bootstrap)
+    name = kutil.unique("huge")
+    t = time.monotonic()
+    with pytest.raises(KafkaException) as e:
+        adm.create_topics([NewTopic(name, num_partitions=100_000)], request_timeout=60)[name].result(timeout=90)
+    assert e.value.args[0].code() == 37, e.value
+    assert "file descriptor limit" in e.value.args[0].str(), e.value
+    assert time.monotonic() - t < 10
+    assert name not in kutil.topic_names(adm)
+
+    small = kutil.create_topic(adm, kutil.unique("small"), 1)
+    body = struct.pack(">i", 1) + s(small) + struct.pack(">ii", U31, -1) + struct.pack(">ib", 30000, 0)
+    with wire.KafkaConn.to(broker.bootstrap) as c:
+        r = wire.Reader(c.request(37, 0, body))
+    r.i32()  # throttle
+    results = r.array(lambda rr: (rr.string(), rr.i16(), rr.string()))
+    assert results[0][1] == 37 and "file descriptor limit" in (results[0][2] or ""), results
+    assert kutil.partition_count(adm, small) == 1
+    assert broker.alive()

@@ -30,7 +30,9 @@ pub fn read(path: &Path) -> io::Result<Offsets> {
         .next()
         .and_then(|l| l.trim().parse().ok())
         .ok_or_else(|| bad("missing entry count"))?;
-    let mut out = Offsets::with_capacity(count);
+    // The count is the file's word: each entry takes at least 6 bytes, so
+    // never reserve for more than the text could hold.
+    let mut out = Offsets::with_capacity(count.min(text.len() / 6));
     for line in lines.take(count) {
         let mut parts = line.rsplitn(3, ' ');
         let (Some(off), Some(part), Some(topic)) = (parts.next(), parts.next(), parts.next())
@@ -88,6 +90,16 @@ mod tests {
         assert_eq!(read(&p).unwrap(), o);
         assert!(read(&dir.path().join("none")).unwrap().is_empty());
         fs::write(&p, "0\n2\nx 0 1\n").unwrap();
+        assert!(read(&p).is_err());
+    }
+
+    /// A count the file cannot back is an error, not a reservation (it
+    /// used to size the map from it: a corrupt file aborted the start).
+    #[test]
+    fn a_huge_entry_count_is_refused_without_allocating() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("recovery-point-offset-checkpoint");
+        fs::write(&p, "0\n99999999999999\nt 0 5\n").unwrap();
         assert!(read(&p).is_err());
     }
 }

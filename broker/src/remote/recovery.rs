@@ -31,6 +31,13 @@ pub async fn restore_topics(
         let id = Uuid::parse_str(&t.id).map_err(|e| {
             anyhow::anyhow!("topic {} in the bucket has a bad id {}: {e}", t.name, t.id)
         })?;
+        if t.partitions == 0 || t.partitions as u64 > crate::fd_limit::partition_capacity() {
+            anyhow::bail!(
+                "topic {} in the bucket has {} partitions: corrupt metadata, or more than this broker can keep open (ulimit -n)",
+                t.name,
+                t.partitions
+            );
+        }
         let mut partitions = Vec::with_capacity(t.partitions as usize);
         for p in 0..t.partitions as i32 {
             let path = PartitionPath::new(&prefix, &t.name, &t.id, p);
