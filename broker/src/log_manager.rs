@@ -188,9 +188,11 @@ impl LogManager {
                 || record.partitions as u64 > crate::fd_limit::partition_capacity()
             {
                 anyhow::bail!(
-                    "corrupt topic metadata {}: {} partitions",
+                    "topic metadata {}: {} partitions: corrupt, or more than this broker can keep open \
+                     within its file descriptor limit (ulimit -n {}); raise the limit",
                     path.display(),
-                    record.partitions
+                    record.partitions,
+                    crate::fd_limit::soft().unwrap_or(0)
                 );
             }
             let mut partitions = Vec::with_capacity(record.partitions as usize);
