@@ -26,7 +26,7 @@ from typing import Callable
 
 from strata_broker import free_port
 from tierutil import listen_again
-from tierutil import reset as _reset
+from tierutil import reset
 
 S3_CODES = {500: "InternalError", 503: "SlowDown", 412: "PreconditionFailed"}
 REASONS = {500: "Internal Server Error", 503: "Slow Down", 412: "Precondition Failed"}
@@ -129,7 +129,7 @@ class S3FaultProxy:
                 pass
             ls.close()
         for c in conns:
-            _reset(c)
+            reset(c)
 
     def close(self):
         self.down()
@@ -143,7 +143,7 @@ class S3FaultProxy:
                 return
             with self._lock:
                 if self._listener is not ls:
-                    _reset(c)
+                    reset(c)
                     return
                 self._conns.add(c)
             threading.Thread(target=self._serve, args=(c,), daemon=True, name="s3fault-conn").start()
@@ -168,7 +168,7 @@ class S3FaultProxy:
                     c.sendall(f"HTTP/1.1 {code} {REASONS[code]}\r\nContent-Type: application/xml\r\n"
                               f"Content-Length: {len(body)}\r\nx-amz-request-id: fault\r\n\r\n".encode() + body)
                 elif rule.action == "reset":
-                    _reset(c)
+                    reset(c)
                     return
                 elif rule.action == "hang":
                     time.sleep(rule.arg)
@@ -192,7 +192,7 @@ class S3FaultProxy:
         try:
             u = socket.create_connection(self.target, timeout=60)
         except OSError:
-            _reset(c)
+            reset(c)
             return False
         try:
             u.sendall(head + req.body)

@@ -101,7 +101,7 @@ def test_truncated_indexes_and_garbage_checkpoint_are_rebuilt(broker_factory):
     before = kutil.offsets_for_times(b.bootstrap, topic, 0, lookups)
     assert b.stop() == 0
     d = b.partition_dir(topic, 0)
-    for i, f in enumerate(sorted(d.glob("*.index"))):
+    for f in sorted(d.glob("*.index")):
         f.write_bytes(f.read_bytes()[:7])  # not a whole entry
     for f in sorted(d.glob("*.timeindex")):
         f.write_bytes(os.urandom(24))       # entries, but out of order

@@ -153,7 +153,7 @@ class TcpProxy:
             pass
         ls.close()
         for c in conns:
-            _reset(c)
+            reset(c)
         if self._accept_thread is not None:
             self._accept_thread.join(5)
 
@@ -168,13 +168,13 @@ class TcpProxy:
                 return
             with self._lock:
                 if not self.is_up:
-                    _reset(client)
+                    reset(client)
                     return
             try:
                 upstream = socket.create_connection(self.target, timeout=5)
                 upstream.settimeout(None)
             except OSError:
-                _reset(client)
+                reset(client)
                 continue
             with self._lock:
                 self._conns += [client, upstream]
@@ -229,10 +229,6 @@ def listen_again(port: int, backlog: int = 128) -> socket.socket:
 
 def reset(s: socket.socket):
     """Closes `s` with a TCP reset."""
-    _reset(s)
-
-
-def _reset(s: socket.socket):
     try:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     except OSError:
