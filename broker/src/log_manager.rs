@@ -165,6 +165,9 @@ impl LogManager {
             );
         }
         let cluster_id = meta_properties::load_or_create(data_dir, broker.node_id())?;
+        let pool = crate::fd_limit::configure_pool(broker.i64("log.segment.open.files.max"))
+            .map_err(|e| anyhow::anyhow!(e))?;
+        tracing::debug!(sealed_segment_files = pool, "sealed-segment file pool sized");
         let clean_marker = data_dir.join(CLEAN_SHUTDOWN);
         let clean = clean_marker.exists();
         let recovery_points = checkpoint::read(&data_dir.join(RECOVERY_POINTS)).unwrap_or_else(|e| {
@@ -375,14 +378,15 @@ impl LogManager {
             .map(|t| t.partition_count() as u64)
             .sum();
         let capacity = crate::fd_limit::partition_capacity();
+        let soft = crate::fd_limit::soft().unwrap_or(0);
         if have.saturating_add(more) > capacity {
             return Err(TopicError::InvalidPartitions(format!(
                 "{more} more partitions would bring this broker to {}, over the {capacity} it can keep open \
-                 within its file descriptor limit (ulimit -n {}, {} kept for connections and segments); \
-                 raise the limit",
+                 within its file descriptor limit (ulimit -n {soft}, {} kept for connections, {} for \
+                 sealed segments); raise the limit",
                 have + more,
-                crate::fd_limit::soft().unwrap_or(0),
-                crate::fd_limit::RESERVED_FDS
+                crate::fd_limit::reserved(soft),
+                crate::log::file_pool::global().capacity()
             )));
         }
         Ok(())

@@ -162,11 +162,18 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     );
     parse_host_port(&args.http_listen, "--http-listen")?;
     match strata_broker::fd_limit::raise_to_hard() {
-        Some(n) => tracing::info!(
-            open_files = n,
-            partitions = strata_broker::fd_limit::partition_capacity(),
-            "file descriptor limit (ulimit -n) and the partitions it allows"
-        ),
+        Some(n) => {
+            let pool = strata_broker::fd_limit::configure_pool(
+                config.i64("log.segment.open.files.max"),
+            )
+            .map_err(|e| anyhow::anyhow!(e))?;
+            tracing::info!(
+                open_files = n,
+                sealed_segment_files = pool,
+                partitions = strata_broker::fd_limit::partition_capacity(),
+                "file descriptor limit (ulimit -n), sealed segments kept open, and the partitions it allows"
+            )
+        }
         None => tracing::warn!("cannot read the file descriptor limit"),
     }
     let object_store = args

@@ -92,6 +92,62 @@ def test_corrupt_local_copy_of_a_tiered_segment_is_served_from_the_bucket(broker
     assert bad > 0
 
 
+def _cut_middle(path):
+    """Cuts a segment file to 40% of its length, mid-batch."""
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) * 2 // 5 + 7])
+
+
+def test_sealed_segment_cut_short_keeps_later_segments(broker_factory):
+    """Damage, not a torn write: the first of several sealed segments loses
+    its end. Recovery keeps every later segment; the records it lost are
+    never skipped silently (KAFKA_STORAGE_ERROR there, naming the file)."""
+    b = broker_factory({"num.partitions": 1, "remote.log.storage.system.enable": "false"})
+    adm = kutil.admin(b.bootstrap)
+    topic = kutil.create_topic(adm, kutil.unique("cut"), 1, config={"segment.bytes": str(64 << 10)})
+    values = _fill(b, topic)
+    segs = sorted(kutil.segment_sizes(b, topic))
+    assert len(segs) >= 3
+    first = b.partition_dir(topic, 0) / f"{segs[0]:020d}.log"
+    b.kill9()
+    _cut_middle(first)
+    mark = b.log_size()
+    b.start()
+    assert kutil.watermarks(b.bootstrap, topic, 0) == (0, N), "later segments were dropped"
+    with wire.KafkaConn.to(b.bootstrap) as c:
+        f = c.fetch_v4(topic, 0, 0, max_wait_ms=100, max_bytes=1 << 20)
+        kept = [r.value for r in wire.decode_batches(f.records)]
+        assert f.error_code == 0 and 0 < len(kept) < segs[1] and kept == values[:len(kept)]
+        f = c.fetch_v4(topic, 0, len(kept), max_wait_ms=100)
+        assert f.error_code == KAFKA_STORAGE_ERROR and not f.records
+        f = c.fetch_v4(topic, 0, segs[1] - 1, max_wait_ms=100)
+        assert f.error_code == KAFKA_STORAGE_ERROR and not f.records
+    log = b.log_text(start=mark)
+    assert first.name in log and "shorter than its records" in log, log[-2000:]
+    res = kutil.consume(b.bootstrap, topic, {0: segs[1]}, expected=N - segs[1], **{"check.crcs": True})
+    assert not res.errors and [m.value for m in res.messages] == values[segs[1]:]
+
+
+def test_sealed_segment_cut_short_is_read_from_the_bucket(broker_factory):
+    b, bucket = tu.file_broker(broker_factory, {"num.partitions": 1})
+    adm = kutil.admin(b.bootstrap)
+    topic = kutil.create_topic(adm, kutil.unique("cut-tiered"), 1,
+                               config={"segment.bytes": str(64 << 10), "local.retention.ms": "86400000"})
+    values = _fill(b, topic)
+    segs = sorted(kutil.segment_sizes(b, topic))
+    tu.wait_remote_end(bucket, topic, 0, at_least=segs[2])
+    second = b.partition_dir(topic, 0) / f"{segs[1]:020d}.log"
+    b.kill9()
+    _cut_middle(second)
+    mark = b.log_size()
+    b.start()
+    res = kutil.consume(b.bootstrap, topic, [0], expected=N, timeout=60, **{"check.crcs": True})
+    assert not res.errors, [e.str() for e in res.errors]
+    assert [m.value for m in res.messages] == values
+    log = b.log_text(start=mark)
+    assert "serving the bucket's copy" in log and second.name in log, log[-2000:]
+
+
 def test_truncated_indexes_and_garbage_checkpoint_are_rebuilt(broker_factory):
     b = broker_factory({"num.partitions": 1, "remote.log.storage.system.enable": "false"})
     adm = kutil.admin(b.bootstrap)

@@ -85,3 +85,39 @@ def test_many_partitions_and_connections(broker_factory):
     print(f"\n{n} partitions, {CONNECTIONS} connections: create {create_s:.1f}s, fds {fds_all}, "
           f"RSS {rss_all} MiB, Metadata (all) p50 {metadata_ms:.1f} ms, restart {restart_s:.1f}s "
           f"(after kill -9 {crash_restart_s:.1f}s)")
+
+
+SEGMENTS = 300
+POOL = 16
+
+
+def test_sealed_segments_share_a_bounded_file_pool(broker_factory):
+    """Open descriptors do not grow with the number of sealed segments:
+    reading every one of 300 segments, or restarting with them, keeps the
+    broker within the pool's 16 handles of where it started."""
+    b = broker_factory({"log.segment.open.files.max": POOL, "remote.log.storage.system.enable": "false"})
+    t0 = int(time.time() * 1000) - 60_000
+    topic = kutil.unique("segs")
+    kutil.create_topic(kutil.admin(b.bootstrap), topic, 1, {"segment.bytes": "200"})
+    base = _fds(b)
+    sent = kutil.produce_one_per_batch(
+        b.bootstrap, topic, [{"value": b"v%05d" % i + b"." * 100, "timestamp": t0 + i}
+                             for i in range(SEGMENTS)])
+    assert [d.offset for d in sent] == list(range(SEGMENTS))
+    assert len(kutil.segment_sizes(b, topic)) >= SEGMENTS
+    after_produce = _fds(b)
+    assert after_produce <= base + POOL + 8, f"{after_produce} fds after {SEGMENTS} rolls (from {base})"
+
+    # Reading all of them twice: handles are evicted and reopened.
+    for _ in range(2):
+        got = kutil.consume(b.bootstrap, topic, [0], expected=SEGMENTS)
+        assert [m.value[:6] for m in got.messages] == [b"v%05d" % i for i in range(SEGMENTS)]
+        assert _fds(b) <= base + POOL + 8
+    # Timestamp lookups land in the right sealed segment.
+    assert kutil.offsets_for_times(b.bootstrap, topic, 0, [t0, t0 + 150, t0 + 299]) == [0, 150, 299]
+
+    b.kill9()
+    b.start()
+    assert _fds(b) <= base + POOL + 8, "a restart opens every segment's file"
+    got = kutil.consume(b.bootstrap, topic, {0: 100}, expected=SEGMENTS - 100)
+    assert got.messages[0].offset == 100 and len(got.messages) == SEGMENTS - 100

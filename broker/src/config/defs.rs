@@ -276,6 +276,13 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "Largest request frame accepted; a larger one closes the connection.",
     ),
     broker(
+        "log.segment.open.files.max",
+        ConfigType::Int,
+        "0",
+        Validator::IntAtLeast(0),
+        "File handles of sealed segments kept open at once (least recently read ones are closed and reopened on demand); 0: the smaller of 4096 and a quarter of the open-file limit. Active segments keep one each besides.",
+    ),
+    broker(
         "log.retention.check.interval.ms",
         ConfigType::Long,
         "300000",

@@ -44,7 +44,7 @@ impl PartitionLog {
             }
             inner.active_mut().persist_indexes()?;
             let since = inner.unflushed_since.take();
-            (inner.active().file().clone(), target, since)
+            (inner.active().file()?, target, since)
         };
         file.sync_data()?;
         self.high_watermark.send_if_modified(|hw| {

@@ -3,6 +3,7 @@
 
 pub mod batch;
 pub mod checkpoint;
+pub mod file_pool;
 pub mod group_commit;
 pub mod index;
 pub mod partition_log;

@@ -65,6 +65,14 @@ pub enum LogError {
         position: u64,
         reason: batch::BatchError,
     },
+    /// The records at an offset were in a sealed segment that recovery
+    /// found cut short: the file lost them (the bucket may hold them).
+    #[error("records {from}..{to} lost from {} (found cut short at start)", segment.display())]
+    LostLocally {
+        segment: PathBuf,
+        from: i64,
+        to: i64,
+    },
     #[error("idempotent producer check failed: {0:?}")]
     Sequence(SequenceError),
     #[error("storage error: {0}")]
@@ -218,8 +226,9 @@ impl PartitionLog {
 
     /// Opens an existing partition. Segments from the one holding
     /// `recovery_point` onwards are recovered (CRC scan, torn tail cut,
-    /// indexes rebuilt) unless the broker shut down cleanly. A corrupt
-    /// segment drops every later segment, which cannot be trusted.
+    /// indexes rebuilt) unless the broker shut down cleanly. A sealed
+    /// segment that ends before its successor starts keeps the missing
+    /// range as lost locally (see `docs/segment-files.md`).
     pub fn open(
         data_dir: &Path,
         topic: &str,
@@ -258,20 +267,9 @@ impl PartitionLog {
                 .max()
                 .unwrap_or(i64::MIN),
         };
-        let mut segments = BTreeMap::new();
+        let mut segments: BTreeMap<i64, LogSegment> = BTreeMap::new();
         let mut expected_next: Option<i64> = None;
-        let mut drop_rest = false;
         for base in bases {
-            if drop_rest {
-                tracing::warn!(
-                    topic,
-                    partition,
-                    base,
-                    "deleting segment after a corrupt one"
-                );
-                remove_segment_files(&dir, base);
-                continue;
-            }
             let recover = base >= recover_from;
             let (seg, report): (LogSegment, RecoveryReport) =
                 LogSegment::open(&dir, base, settings(&cfg), recover)?;
@@ -284,7 +282,6 @@ impl PartitionLog {
                     reason = report.stopped_by.as_deref().unwrap_or(""),
                     "recovery truncated a torn or corrupt segment tail"
                 );
-                drop_rest = true;
             }
             if let Some(n) = expected_next {
                 if base < n {
@@ -299,6 +296,26 @@ impl PartitionLog {
                     continue;
                 }
             }
+            // A segment that ends before its successor starts lost records:
+            // not a torn write (a segment is fsynced before its successor
+            // exists) but damage, whether recovery cut it or it was cut at a
+            // batch boundary. Its successors are kept, and the missing range
+            // stays in the log as lost locally.
+            if let Some((_, prev)) = segments.iter_mut().next_back() {
+                let from = prev.next_offset();
+                if from < base {
+                    prev.mark_lost_until(base);
+                    tracing::error!(
+                        topic,
+                        partition,
+                        segment = %prev.log_path().display(),
+                        from,
+                        to = base - 1,
+                        "a sealed segment is shorter than its records: they are read from the bucket's \
+                         copy if tiered, else fetches there fail with KAFKA_STORAGE_ERROR"
+                    );
+                }
+            }
             expected_next = Some(seg.next_offset());
             segments.insert(base, seg);
         }
@@ -308,7 +325,15 @@ impl PartitionLog {
         }
         // Make whatever survived durable before it becomes visible.
         if let Some(active) = segments.values().next_back() {
-            active.file().sync_data()?;
+            active.file()?.sync_data()?;
+        }
+        // Older segments are sealed: their handles go to the bounded pool,
+        // so a partition with many segments opens with one descriptor.
+        let active_base = segments.keys().next_back().copied();
+        for (base, seg) in segments.iter_mut() {
+            if Some(*base) != active_base {
+                seg.release_file();
+            }
         }
         let first = *segments.keys().next().unwrap_or(&0);
         let leo = segments
@@ -516,6 +541,7 @@ impl PartitionLog {
     ) -> Result<(), LogError> {
         let next = inner.log_end_offset();
         inner.active_mut().seal()?;
+        inner.active_mut().release_file();
         inner.producers.write_snapshot(&self.dir, next)?;
         let seg = LogSegment::create(&self.dir, next, settings(cfg))?;
         inner.segments.insert(next, seg);
@@ -564,7 +590,14 @@ impl PartitionLog {
                 let floor = inner.segments.range(..=offset).next_back();
                 for (_, seg) in floor.into_iter().chain(inner.segments.range(offset + 1..)) {
                     if seg.next_offset() > offset {
-                        c.push((seg.slice(), seg.position_hint(offset), seg.log_path()));
+                        if let Some(from) = seg.lost_from().filter(|f| offset >= *f) {
+                            return Err(LogError::LostLocally {
+                                segment: seg.log_path(),
+                                from,
+                                to: seg.next_offset() - 1,
+                            });
+                        }
+                        c.push((seg.slice()?, seg.position_hint(offset), seg.log_path()));
                     }
                     if c.len() == 2 {
                         break;
@@ -629,7 +662,10 @@ impl PartitionLog {
     pub fn delete(&self) -> io::Result<()> {
         self.closed.store(true, Ordering::Release);
         self.flush_requested.notify_one();
-        let _inner = self.lock();
+        let inner = self.lock();
+        for seg in inner.segments.values() {
+            super::file_pool::global().forget(&seg.log_path());
+        }
         match fs::remove_dir_all(&self.dir) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
@@ -640,6 +676,7 @@ impl PartitionLog {
 
 fn remove_segment_files(dir: &Path, base: i64) {
     let stem = super::segment::file_stem(base);
+    super::file_pool::global().forget(&dir.join(format!("{stem}.log")));
     for suffix in [".log", ".index", ".timeindex"] {
         let _ = fs::remove_file(dir.join(format!("{stem}{suffix}")));
     }

@@ -167,6 +167,44 @@ fn unclean_reopen_truncates_torn_tail_and_keeps_durable_data() {
     assert_eq!(offset, hw);
 }
 
+#[test]
+fn a_sealed_segment_cut_short_keeps_its_successors_and_fails_reads_in_the_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&["log.segment.bytes=2500"]);
+    let log = PartitionLog::create(dir.path(), "t", 0, cfg.clone()).unwrap();
+    append_n(&log, 20, 0);
+    log.flush().unwrap();
+    let hw = log.high_watermark();
+    let (first, second, first_end) = {
+        let inner = log.lock();
+        let mut it = inner.segments.values();
+        let a = it.next().unwrap();
+        let b = it.next().unwrap();
+        (a.log_path(), b.base_offset(), a.next_offset())
+    };
+    log.close().unwrap();
+    drop(log);
+    // Damage, not a torn write: the first of several segments loses its
+    // second half.
+    let len = fs::metadata(&first).unwrap().len();
+    fs::OpenOptions::new().write(true).open(&first).unwrap().set_len(len / 2).unwrap();
+    let log = PartitionLog::open(dir.path(), "t", 0, cfg, Some(0), None, false).unwrap();
+    assert_eq!(log.log_end_offset(), hw, "later segments are kept");
+    assert_eq!(first_end, second);
+    let kept = BatchScanner::new(&log.read(0, 1 << 20, true).unwrap().records, true)
+        .last()
+        .unwrap()
+        .1
+        .next_offset();
+    assert!(kept > 0 && kept < second);
+    match log.read(kept, 1 << 20, true) {
+        Err(LogError::LostLocally { from, to, .. }) => assert_eq!((from, to), (kept, second - 1)),
+        other => panic!("read in the cut: {other:?}"),
+    }
+    let r = log.read(second, 1 << 20, true).unwrap();
+    assert_eq!(BatchHeader::parse(&r.records).unwrap().base_offset, second);
+}
+
 #[tokio::test]
 async fn acks_all_waits_for_flusher_group_commit() {
     let dir = tempfile::tempdir().unwrap();
@@ -284,7 +322,7 @@ fn a_reader_holding_a_segment_finishes_after_tiering_deletes_it() {
     assert!(sealed.len() >= 2, "small segments rolled: {sealed:?}");
     assert!(sealed.iter().all(|s| s.last_offset < log.high_watermark()));
     // A fetch took its handle on the first segment...
-    let slice = log.lock().segments.values().next().unwrap().slice();
+    let slice = log.lock().segments.values().next().unwrap().slice().unwrap();
     let before = slice.read(0, 1 << 20).unwrap();
     // ...then the hot window deleted it (it is in the bucket).
     let first_end = sealed[0].last_offset + 1;

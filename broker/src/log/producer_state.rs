@@ -308,7 +308,7 @@ pub fn rebuild_producer_state(
         .map(|(b, _)| *b)
         .unwrap_or(first);
     for seg in segments.range(floor..).map(|(_, s)| s) {
-        let slice = seg.slice();
+        let slice = seg.slice()?;
         let mut pos = if seg.base_offset() <= from {
             seg.position_hint(from)
         } else {

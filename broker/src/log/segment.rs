@@ -6,6 +6,8 @@
 //! is the partition log's job. Mutation happens under the partition's lock;
 //! reads go through a [`SegmentSlice`] that holds the file open, so a segment
 //! deleted by retention stays readable for a fetch already in progress.
+//! The active segment keeps its own handle; once sealed, a segment hands it
+//! to the process's [`super::file_pool`], which bounds open descriptors.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufReader, Read};
@@ -47,7 +49,9 @@ pub struct RecoveryReport {
 pub struct LogSegment {
     base_offset: i64,
     dir: PathBuf,
-    file: Arc<File>,
+    /// The segment's own handle while it is active (or being opened);
+    /// `None` once [`Self::release_file`] gave it to the pool.
+    file: Option<Arc<File>>,
     size: u64,
     next_offset: i64,
     max_timestamp: i64,
@@ -58,6 +62,10 @@ pub struct LogSegment {
     settings: SegmentSettings,
     /// Wall-clock ms when the segment received its first batch (for `segment.ms`).
     first_append_ms: Option<i64>,
+    /// Set on a sealed segment that recovery cut short: its records from
+    /// this offset to `next_offset` are missing from the file (the disk
+    /// lost them; the bucket may hold them).
+    lost_from: Option<i64>,
 }
 
 impl LogSegment {
@@ -87,7 +95,7 @@ impl LogSegment {
         Ok(Self {
             base_offset,
             dir: dir.to_path_buf(),
-            file: Arc::new(file),
+            file: Some(Arc::new(file)),
             size: 0,
             next_offset: base_offset,
             max_timestamp: -1,
@@ -97,6 +105,7 @@ impl LogSegment {
             bytes_since_last_index: 0,
             settings,
             first_append_ms: None,
+            lost_from: None,
         })
     }
 
@@ -133,7 +142,8 @@ impl LogSegment {
                     return Ok((seg, RecoveryReport::default()));
                 }
                 // The tail was not clean after all: fall through to recovery.
-                return Self::recover_file(dir, base_offset, seg.file, settings);
+                let file = seg.file()?;
+                return Self::recover_file(dir, base_offset, file, settings);
             }
         }
         Self::recover_file(dir, base_offset, Arc::new(file), settings)
@@ -151,7 +161,7 @@ impl LogSegment {
         Self {
             base_offset,
             dir: dir.to_path_buf(),
-            file,
+            file: Some(file),
             size,
             next_offset: base_offset,
             max_timestamp: -1,
@@ -161,6 +171,7 @@ impl LogSegment {
             bytes_since_last_index: 0,
             settings,
             first_append_ms: None,
+            lost_from: None,
         }
     }
 
@@ -175,7 +186,8 @@ impl LogSegment {
         let start = self.index.last().map(|e| e.position as u64).unwrap_or(0);
         let mut last_next = None;
         let mut max_ts = (self.max_timestamp, self.offset_of_max_timestamp);
-        let (end, stop) = scan_file(&self.file, start, self.size, false, |_, h| {
+        let file = self.file()?;
+        let (end, stop) = scan_file(&file, start, self.size, false, |_, h| {
             last_next = Some(h.next_offset());
             if h.max_timestamp > max_ts.0 {
                 max_ts = (h.max_timestamp, h.base_offset);
@@ -210,8 +222,15 @@ impl LogSegment {
         let file_len = file.metadata()?.len();
         let index = OffsetIndex::create(&idx_path, settings.max_index_bytes)?;
         let time_index = TimeIndex::create(&tidx_path, settings.max_index_bytes)?;
-        let mut seg = Self::with_parts(dir, base_offset, file, 0, index, time_index, settings);
-        let file = seg.file.clone();
+        let mut seg = Self::with_parts(
+            dir,
+            base_offset,
+            file.clone(),
+            0,
+            index,
+            time_index,
+            settings,
+        );
         let mut valid = 0usize;
         let mut expected_next = base_offset;
         let mut out_of_order = None;
@@ -293,11 +312,17 @@ impl LogSegment {
     /// Appends one batch whose base offset has already been assigned.
     pub fn append(&mut self, bytes: &[u8], header: &BatchHeader, now_ms: i64) -> io::Result<()> {
         let position = self.size;
-        if let Err(e) = self.file.write_all_at(bytes, position) {
+        let Some(file) = &self.file else {
+            return Err(io::Error::other(format!(
+                "append to sealed segment {}",
+                self.log_path().display()
+            )));
+        };
+        if let Err(e) = file.write_all_at(bytes, position) {
             // A write cut short (no space left) leaves part of the batch
             // past the segment's end: cut it, so that neither a later roll
             // nor recovery takes it for log.
-            let _ = self.file.set_len(position);
+            let _ = file.set_len(position);
             return Err(e);
         }
         if self.first_append_ms.is_none() {
@@ -344,9 +369,34 @@ impl LogSegment {
                 relative_offset: (self.offset_of_max_timestamp - self.base_offset) as u32,
             });
         }
-        self.file.sync_data()?;
+        self.file()?.sync_data()?;
         self.index.persist(true)?;
         self.time_index.persist(true)
+    }
+
+    /// Records that this sealed segment, cut short by recovery, used to
+    /// reach `next_base` (where its successor starts): the offsets between
+    /// its last valid batch and there are lost from the file, not from the
+    /// log, so offsets stay contiguous and reads there fail rather than
+    /// skip ahead.
+    pub fn mark_lost_until(&mut self, next_base: i64) {
+        if next_base > self.next_offset {
+            self.lost_from = Some(self.next_offset);
+            self.next_offset = next_base;
+        }
+    }
+
+    /// The first offset whose records the file lost, if recovery cut it.
+    pub fn lost_from(&self) -> Option<i64> {
+        self.lost_from
+    }
+
+    /// Gives the file handle of a segment that will not be written again
+    /// to the process's pool; reads reopen it through the pool from now on.
+    pub fn release_file(&mut self) {
+        if let Some(file) = self.file.take() {
+            super::file_pool::global().insert(&self.log_path(), file);
+        }
     }
 
     /// Writes pending index entries (without fsync; indexes are rebuilt by
@@ -359,6 +409,7 @@ impl LogSegment {
     /// Deletes the segment's files. Open readers keep working.
     pub fn delete_files(&self) -> io::Result<()> {
         let (log, idx, tidx) = Self::paths(&self.dir, self.base_offset);
+        super::file_pool::global().forget(&log);
         for p in [log, idx, tidx] {
             match fs::remove_file(&p) {
                 Ok(()) => {}
@@ -384,8 +435,12 @@ impl LogSegment {
     pub fn max_timestamp(&self) -> i64 {
         self.max_timestamp
     }
-    pub fn file(&self) -> &Arc<File> {
-        &self.file
+    /// The segment's file: its own handle while active, else the pool's.
+    pub fn file(&self) -> io::Result<Arc<File>> {
+        match &self.file {
+            Some(f) => Ok(f.clone()),
+            None => super::file_pool::global().get(&self.log_path()),
+        }
     }
     pub fn log_path(&self) -> PathBuf {
         Self::paths(&self.dir, self.base_offset).0
@@ -415,11 +470,11 @@ impl LogSegment {
     }
 
     /// A read handle on the bytes currently in the segment.
-    pub fn slice(&self) -> SegmentSlice {
-        SegmentSlice {
-            file: self.file.clone(),
+    pub fn slice(&self) -> io::Result<SegmentSlice> {
+        Ok(SegmentSlice {
+            file: self.file()?,
             end: self.size,
-        }
+        })
     }
 }
 

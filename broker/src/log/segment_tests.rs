@@ -38,7 +38,7 @@ fn append_then_reopen_clean() {
     assert_eq!(reopened.size(), seg.size());
     assert_eq!(reopened.max_timestamp(), 1_000 + 19 * 10 + 2);
     // Every offset is found at the batch that holds it.
-    let slice = reopened.slice();
+    let slice = reopened.slice().unwrap();
     for (i, pos) in positions.iter().enumerate() {
         for k in 0..3 {
             let off = 100 + (i * 3 + k) as i64;
@@ -134,7 +134,7 @@ fn missing_or_corrupt_index_is_rebuilt() {
 fn timestamp_lookup_finds_first_batch_at_or_after() {
     let dir = tempfile::tempdir().unwrap();
     let (seg, positions) = fill(dir.path(), 30);
-    let slice = seg.slice();
+    let slice = seg.slice().unwrap();
     for i in 0..30usize {
         let ts = 1_000 + i as i64 * 10;
         let (p, h) = slice

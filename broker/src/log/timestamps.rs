@@ -17,8 +17,11 @@ impl PartitionLog {
                 .segments
                 .values()
                 .filter(|s| s.max_timestamp() >= ts)
-                .map(|s| (s.slice(), s.position_for_timestamp(ts)))
-                .collect()
+                // The first segment whose max timestamp reaches `ts` holds
+                // the answer; a second covers a batch cut by the watermark.
+                .take(2)
+                .map(|s| Ok((s.slice()?, s.position_for_timestamp(ts))))
+                .collect::<Result<_, std::io::Error>>()?
         };
         for (slice, hint) in candidates {
             if let Some((pos, h)) = slice.seek_timestamp(hint, ts)? {
@@ -47,12 +50,13 @@ impl PartitionLog {
                 }
             }
             best.map(|s| {
-                (
-                    s.slice(),
+                Ok::<_, std::io::Error>((
+                    s.slice()?,
                     s.position_for_timestamp(s.max_timestamp()),
                     s.max_timestamp(),
-                )
+                ))
             })
+            .transpose()?
         };
         let Some((slice, hint, max_ts)) = best else {
             return Ok(None);

@@ -226,7 +226,7 @@ async fn read_all(
                 }
             },
             // The bucket's copy, where the segment was tiered already.
-            Err(e @ LogError::CorruptStored { .. }) => match tiered_copy(b, t) {
+            Err(e @ (LogError::CorruptStored { .. } | LogError::LostLocally { .. })) => match tiered_copy(b, t) {
                 Some(rp) => {
                     tracing::error!(topic = %log.topic(), partition = t.partition, error = %e,
                         "serving the bucket's copy of a corrupt local batch");
