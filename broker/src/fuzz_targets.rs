@@ -12,7 +12,7 @@ use crate::log::batch::{self, BatchScanner};
 use crate::log::checkpoint;
 use crate::log::index::{OffsetIndex, TimeIndex};
 use crate::log::producer_state::ProducerStateManager;
-use crate::log::record_scan;
+use strata_format::records as record_scan;
 use crate::log::segment::first_record_in_batch;
 use crate::server::dispatch::Request;
 

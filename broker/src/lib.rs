@@ -1,9 +1,10 @@
 //! Strata's broker: the Kafka protocol server, request handlers, the
-//! partition log and the topic registry. It depends on `catalog`, `tiering`
-//! and `prefetch`; nothing depends on it.
+//! partition log and the topic registry. It depends on `catalog`, `format`,
+//! `tiering` and `prefetch`; nothing depends on it.
 
 pub mod config;
 pub mod decode_bounds;
+pub mod durable_file;
 pub mod fd_limit;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz_targets;

@@ -22,18 +22,19 @@ use thiserror::Error;
 use uuid::Uuid;
 
 use crate::config::{self, BrokerConfig, TopicConfig};
-use crate::log::checkpoint::{self, write_atomically, Offsets};
-use crate::log::partition_log::{fsync_dir, partition_dir_name};
+use crate::durable_file::{fsync_dir, write_atomically};
+use crate::log::checkpoint::{self, Offsets};
+use crate::log::partition_log::partition_dir_name;
 use crate::log::{LogError, PartitionLog, SharedConfig};
 use crate::meta_properties;
 
 /// Where topic metadata lives in the data directory (no topic may take the name).
-pub(crate) const TOPICS_DIR: &str = "__topics";
 const CLEAN_SHUTDOWN: &str = ".kafka_cleanshutdown";
 const RECOVERY_POINTS: &str = "recovery-point-offset-checkpoint";
 const LOG_START_OFFSETS: &str = "log-start-offset-checkpoint";
 const LOCK_FILE: &str = ".lock";
-pub use crate::topic_name::{validate_topic_name, MAX_TOPIC_NAME_LEN};
+pub use crate::topic_name::{validate_topic_name, InvalidTopicName, MAX_TOPIC_NAME_LEN};
+use crate::topic_name::TOPICS_DIR;
 
 #[derive(Debug, Error)]
 pub enum TopicError {
@@ -53,6 +54,12 @@ pub enum TopicError {
     DeletionDisabled,
     #[error("storage error: {0}")]
     Storage(String),
+}
+
+impl From<InvalidTopicName> for TopicError {
+    fn from(e: InvalidTopicName) -> Self {
+        TopicError::InvalidName(e.0)
+    }
 }
 
 impl From<io::Error> for TopicError {
@@ -278,7 +285,7 @@ impl LogManager {
     }
 
     fn spawn_flusher(&self, log: Arc<PartitionLog>) {
-        let user_topic = !crate::remote::is_internal(log.topic());
+        let user_topic = !crate::topic_name::is_internal(log.topic());
         tokio::spawn(log.run_flusher(user_topic.then(|| self.commit_latency.clone())));
     }
 
@@ -304,7 +311,7 @@ impl LogManager {
 
     fn tiered(&self, log: &PartitionLog) -> bool {
         self.tiering.load(std::sync::atomic::Ordering::Acquire)
-            && crate::remote::tiering_enabled(&self.broker, log.topic(), &log.config())
+            && crate::config::tiering_enabled(&self.broker, log.topic(), &log.config())
     }
 
     /// Recreates a topic from the object store's metadata, each partition

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use uuid::Uuid;
 
-use crate::log::checkpoint::write_atomically;
+use crate::durable_file::write_atomically;
 
 const META_PROPERTIES: &str = "meta.properties";
 

@@ -7,7 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::log::checkpoint::write_atomically;
+use crate::durable_file::write_atomically;
 
 const FILE: &str = "producer-id-block";
 const BLOCK: i64 = 1000;

@@ -1,25 +1,40 @@
 //! Kafka's rules for topic names: length, characters, and the names that
-//! are taken. It owns the check only; creating topics is the log manager's.
+//! are taken or internal. It owns the check only; creating topics is the
+//! log manager's.
 
-use crate::log_manager::{TopicError, TOPICS_DIR};
+use thiserror::Error;
+
+/// The data directory's folder of topic metadata: a topic of this name
+/// would collide with it.
+pub const TOPICS_DIR: &str = "__topics";
+
+/// Why a name cannot be a topic's (Kafka's wording).
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("{0}")]
+pub struct InvalidTopicName(pub String);
+
+/// Internal topics (`__consumer_offsets`) never tier.
+pub fn is_internal(topic: &str) -> bool {
+    topic.starts_with("__")
+}
 
 /// Kafka's limit on topic name length.
 pub const MAX_TOPIC_NAME_LEN: usize = 249;
 
 /// Checks a topic name the way Kafka does.
-pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
+pub fn validate_topic_name(name: &str) -> Result<(), InvalidTopicName> {
     if name.is_empty() {
-        return Err(TopicError::InvalidName(
+        return Err(InvalidTopicName(
             "Topic name is illegal, it can't be empty".into(),
         ));
     }
     if name == "." || name == ".." {
-        return Err(TopicError::InvalidName(format!(
+        return Err(InvalidTopicName(format!(
             "Topic name cannot be \"{name}\""
         )));
     }
     if name.len() > MAX_TOPIC_NAME_LEN {
-        return Err(TopicError::InvalidName(format!(
+        return Err(InvalidTopicName(format!(
             "Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LEN} characters, topic name: {name}"
         )));
     }
@@ -27,12 +42,12 @@ pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-')
     {
-        return Err(TopicError::InvalidName(format!(
+        return Err(InvalidTopicName(format!(
             "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
         )));
     }
     if name == TOPICS_DIR {
-        return Err(TopicError::InvalidName(format!(
+        return Err(InvalidTopicName(format!(
             "Topic name \"{name}\" is reserved"
         )));
     }

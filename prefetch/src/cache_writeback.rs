@@ -42,7 +42,7 @@ impl CacheWriteback {
         let thread = std::thread::Builder::new()
             .name("strata-cache-wb".into())
             .spawn(move || {
-                crate::prefetcher::lower_thread_priority(nice);
+                crate::threads::lower_thread_priority(nice);
                 let mut files = HashMap::new();
                 while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
                     write_back_pass(&dir, &mut files);

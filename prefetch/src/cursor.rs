@@ -7,14 +7,35 @@
 use bytes::{Bytes, BytesMut};
 use strata_catalog::RemoteSegment;
 
-use crate::batch_frame::{self, Frame, HEADER_LEN};
+use strata_format::batch::{BatchError, BatchHeader, HEADER_LEN};
 use crate::classes::PriorityClass;
 use crate::error::PrefetchError;
-use crate::prefetcher::{Prefetcher, StreamKey};
+use crate::stream_key::StreamKey;
+
+/// Where a cursor gets a segment object's chunks: the prefetcher, with its
+/// cache, budgets and held read-ahead.
+pub(crate) trait ChunkSource {
+    fn chunk_bytes(&self) -> u64;
+    /// Chunk `index` of `seg`, from the cache or a GET.
+    fn chunk(
+        &self,
+        seg: &RemoteSegment,
+        index: u64,
+        class: PriorityClass,
+        stream: Option<&StreamKey>,
+    ) -> impl std::future::Future<Output = Result<Bytes, PrefetchError>> + Send;
+    /// Chunk `index` of `seg` if it is in memory.
+    fn chunk_cached(
+        &self,
+        seg: &RemoteSegment,
+        index: u64,
+        stream: Option<&StreamKey>,
+    ) -> Option<Bytes>;
+}
 
 /// Sequential batches of one segment from a start position, over chunks.
-pub(crate) struct ChunkCursor<'a> {
-    p: &'a Prefetcher,
+pub(crate) struct ChunkCursor<'a, S: ChunkSource> {
+    p: &'a S,
     seg: &'a RemoteSegment,
     class: PriorityClass,
     /// The stream whose held read-ahead this cursor may use.
@@ -34,9 +55,9 @@ pub(crate) struct ChunkCursor<'a> {
     kept: Vec<Bytes>,
 }
 
-impl<'a> ChunkCursor<'a> {
+impl<'a, S: ChunkSource> ChunkCursor<'a, S> {
     pub(crate) fn new(
-        p: &'a Prefetcher,
+        p: &'a S,
         seg: &'a RemoteSegment,
         class: PriorityClass,
         start: u64,
@@ -64,13 +85,13 @@ impl<'a> ChunkCursor<'a> {
         }
     }
 
-    pub(crate) async fn next(&mut self) -> Result<Option<Frame>, PrefetchError> {
+    pub(crate) async fn next(&mut self) -> Result<Option<BatchHeader>, PrefetchError> {
         loop {
             let avail = &self.buf[self.at..];
-            match batch_frame::parse(avail) {
-                Ok(Some(f)) if f.size <= avail.len() => return Ok(Some(f)),
-                Ok(Some(f)) => self.refill(f.size).await?,
-                Ok(None) => {
+            match BatchHeader::parse_header_only(avail) {
+                Ok(f) if f.size <= avail.len() => return Ok(Some(f)),
+                Ok(f) => self.refill(f.size).await?,
+                Err(BatchError::Truncated { .. }) => {
                     let pos = self.start + self.at as u64;
                     if pos >= self.seg.size_bytes {
                         return Ok(None);
@@ -80,7 +101,7 @@ impl<'a> ChunkCursor<'a> {
                     }
                     self.refill(HEADER_LEN).await?
                 }
-                Err(m) => return Err(self.corrupt(m)),
+                Err(e) => return Err(self.corrupt(e.to_string())),
             }
         }
     }
@@ -143,7 +164,7 @@ impl<'a> ChunkCursor<'a> {
         Ok(())
     }
 
-    pub(crate) fn take(&mut self, f: &Frame) -> Bytes {
+    pub(crate) fn take(&mut self, f: &BatchHeader) -> Bytes {
         let b = self.buf.slice(self.at..self.at + f.size);
         self.at += f.size;
         b
@@ -151,12 +172,12 @@ impl<'a> ChunkCursor<'a> {
 
     /// Keeps the batch `f` for the answer, joined to the batches kept just
     /// before it when they lie together in the same buffer.
-    pub(crate) fn keep(&mut self, f: &Frame) {
+    pub(crate) fn keep(&mut self, f: &BatchHeader) {
         self.run.get_or_insert(self.at);
         self.at += f.size;
     }
 
-    pub(crate) fn skip(&mut self, f: &Frame) {
+    pub(crate) fn skip(&mut self, f: &BatchHeader) {
         self.end_run();
         self.at += f.size;
     }

@@ -10,9 +10,9 @@
 //! runs on its own runtime, so catch-up reads never occupy the broker's
 //! request tasks.
 //!
-//! It must never touch local segments. It uses `catalog` only.
+//! It must never touch local segments. It uses `catalog` and `format` only
+//! (batch headers and index lookups come from `strata-format`).
 
-pub mod batch_frame;
 pub mod budget;
 pub mod cache_writeback;
 pub mod chunk_cache;
@@ -21,12 +21,13 @@ pub mod config;
 mod cursor;
 pub mod error;
 pub mod governor;
-pub mod index;
 pub mod index_cache;
 pub mod latency;
 pub mod prefetcher;
 pub mod quota;
 pub mod stats;
+mod stream_key;
+pub mod threads;
 
 pub use classes::{ClassPolicy, PriorityClass};
 pub use config::PrefetchConfig;

@@ -21,8 +21,9 @@ use bytes::{Bytes, BytesMut};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use strata_catalog::RemoteSegment;
+use strata_format::batch::BatchHeader;
+use strata_format::index;
 
-use crate::batch_frame::Frame;
 use crate::budget::GetBudget;
 use crate::cache_writeback::CacheWriteback;
 use crate::chunk_cache::{self, ChunkCache, ChunkKey};
@@ -30,7 +31,6 @@ use crate::classes::{ClassPolicy, PriorityClass};
 use crate::config::PrefetchConfig;
 use crate::cursor::ChunkCursor;
 use crate::error::PrefetchError;
-use crate::index;
 use crate::index_cache::IndexCache;
 use crate::quota::FetchQuota;
 use crate::stats::PrefetchStats;
@@ -38,13 +38,7 @@ use crate::stats::PrefetchStats;
 mod readahead;
 use readahead::Stream;
 
-/// Who reads: consumer group (or client), topic, partition.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct StreamKey {
-    pub reader: String,
-    pub topic: String,
-    pub partition: i32,
-}
+pub use crate::stream_key::StreamKey;
 
 /// One fetch of one partition below the local log start.
 #[derive(Debug, Clone)]
@@ -119,7 +113,7 @@ impl Prefetcher {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(cfg.threads.max(1))
             .thread_name("strata-prefetch")
-            .on_thread_start(move || lower_thread_priority(nice))
+            .on_thread_start(move || crate::threads::lower_thread_priority(nice))
             .enable_all()
             .build()
             .map_err(|e| PrefetchError::Runtime(e.to_string()))?;
@@ -269,7 +263,7 @@ impl Prefetcher {
         let seg = req.segments.first()?;
         let idx = self.indexes.get(&seg.index_key)?;
         let start = index::position_for_offset(&idx, req.offset - seg.base_offset);
-        let mut cur = ChunkCursor::new(self, seg, req.class, start);
+        let mut cur = ChunkCursor::new(&**self, seg, req.class, start);
         cur.stream = Some(&req.stream);
         cur.cached_only = true;
         let out = futures_util::FutureExt::now_or_never(self.cut_batches(req, &mut cur))?.ok()?;
@@ -288,7 +282,7 @@ impl Prefetcher {
         let idx = self.index_object(&seg.index_key).await?;
         let start = index::position_for_offset(&idx, req.offset - seg.base_offset);
         self.advance_stream(&req, start / self.chunk_bytes());
-        let mut cur = ChunkCursor::new(&self, seg, req.class, start);
+        let mut cur = ChunkCursor::new(&*self, seg, req.class, start);
         cur.stream = Some(&req.stream);
         let result = self.cut_batches(&req, &mut cur).await;
         let end_chunk = (cur.start + cur.at as u64).saturating_sub(1) / self.chunk_bytes();
@@ -299,11 +293,11 @@ impl Prefetcher {
     async fn cut_batches(
         &self,
         req: &ReadRequest,
-        cur: &mut ChunkCursor<'_>,
+        cur: &mut ChunkCursor<'_, Prefetcher>,
     ) -> Result<Bytes, PrefetchError> {
         let mut total = 0usize;
         while let Some(f) = cur.next().await? {
-            if f.last_offset < req.offset {
+            if f.last_offset() < req.offset {
                 cur.skip(&f);
                 continue;
             }
@@ -339,7 +333,7 @@ impl Prefetcher {
         self: &Arc<Self>,
         seg: RemoteSegment,
         timestamp: i64,
-    ) -> Result<Option<(Frame, Bytes)>, PrefetchError> {
+    ) -> Result<Option<(BatchHeader, Bytes)>, PrefetchError> {
         let me = self.clone();
         self.handle
             .spawn(async move {
@@ -347,7 +341,7 @@ impl Prefetcher {
                 let rel = index::offset_for_timestamp(&tidx, timestamp);
                 let idx = me.index_object(&seg.index_key).await?;
                 let start = index::position_for_offset(&idx, rel);
-                let mut cur = ChunkCursor::new(&me, &seg, PriorityClass::Critical, start);
+                let mut cur = ChunkCursor::new(&*me, &seg, PriorityClass::Critical, start);
                 while let Some(f) = cur.next().await? {
                     if f.max_timestamp >= timestamp {
                         return Ok(Some((f, cur.take(&f))));
@@ -473,21 +467,27 @@ impl Prefetcher {
     }
 }
 
-/// Makes the calling thread `nice` steps nicer (Linux threads have a
-/// niceness each). Failure only costs the priority, so it is logged.
-pub(crate) fn lower_thread_priority(nice: i32) {
-    if nice == 0 {
-        return;
+impl crate::cursor::ChunkSource for Prefetcher {
+    fn chunk_bytes(&self) -> u64 {
+        Prefetcher::chunk_bytes(self)
     }
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: plain syscalls on the calling thread, no memory involved.
-        let r = unsafe {
-            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-            libc::setpriority(libc::PRIO_PROCESS, tid, nice)
-        };
-        if r != 0 {
-            tracing::debug!(error = %std::io::Error::last_os_error(), "cannot lower the prefetch threads' priority");
-        }
+
+    async fn chunk(
+        &self,
+        seg: &RemoteSegment,
+        index: u64,
+        class: PriorityClass,
+        stream: Option<&StreamKey>,
+    ) -> Result<Bytes, PrefetchError> {
+        Prefetcher::chunk(self, seg, index, class, stream).await
+    }
+
+    fn chunk_cached(
+        &self,
+        seg: &RemoteSegment,
+        index: u64,
+        stream: Option<&StreamKey>,
+    ) -> Option<Bytes> {
+        Prefetcher::chunk_cached(self, seg, index, stream)
     }
 }

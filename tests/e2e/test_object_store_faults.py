@@ -151,3 +151,36 @@ def test_object_store_faults(broker_factory, moto, s3_bucket, tmp_path):
         print("\n" + "\n".join(lines) + f"\nfaults applied: {dict(proxy.counts)} of {proxy.requests} requests")
     finally:
         proxy.close()
+
+
+@pytest.mark.timeout(600)
+def test_failed_multipart_parts_over_http(broker_factory, moto, s3_bucket):
+    """Segments above the multipart threshold go up in 5 MiB parts over real
+    HTTP; part uploads fail (500, then connection resets) and the segment
+    is still tiered whole: the catalog names only complete objects of the
+    sealed size, and every record reads back byte for byte from the
+    bucket."""
+    proxy = S3FaultProxy(moto.port)
+    try:
+        b = tu.s3_broker(broker_factory, s3_bucket, env=moto.env(proxy.endpoint), settings={
+            "remote.log.upload.multipart.threshold.bytes": 5 << 20,
+            "remote.log.upload.part.bytes": 5 << 20,
+        })
+        adm = kutil.admin(b.bootstrap)
+        topic = kutil.create_topic(adm, kutil.unique("parts"), 1,
+                                   config={"segment.bytes": str(12 << 20), "local.retention.ms": "1000"})
+        proxy.add("status", 500, match=lambda r: r.part_upload, every=2, count=3)
+        proxy.add("reset", match=lambda r: r.part_upload, every=3, count=2)
+        ds = tu.DataSet(seed=5, ts0=tu.ms_ago(5), min_size=9000, max_size=11000)
+        n = 3000  # ~30 MiB: two sealed 12 MiB segments of 3 parts each, and the tail
+        tu.produce_range(b.bootstrap, topic, ds, 0, n)
+        kutil.wait_until(lambda: tu.remote_end(s3_bucket, topic) >= 2000, 180, what="two segments tiered")
+        assert proxy.counts["status:500"] == 3 and proxy.counts["reset"] == 2, dict(proxy.counts)
+        m = tu.manifest(s3_bucket, topic, 0)
+        tu.check_manifest(m)
+        tu.check_segment_objects(s3_bucket, m)
+        assert all(s["size_bytes"] > 5 << 20 for s in m["segments"]), "segments were not multipart-sized"
+        tu.wait_hot_tail(b, s3_bucket, topic, 0, 13 << 20, 120)
+        tu.verify_range(b.bootstrap, topic, ds, 0, n, timeout=300)
+    finally:
+        proxy.close()

@@ -415,6 +415,20 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "Segment uploads in flight at once, across all partitions.",
     ),
     broker(
+        "remote.log.upload.multipart.threshold.bytes",
+        ConfigType::Long,
+        "16777216",
+        Validator::LongAtLeast(5242880),
+        "Segment files larger than this are uploaded in parts (multipart upload); smaller ones in one PUT.",
+    ),
+    broker(
+        "remote.log.upload.part.bytes",
+        ConfigType::Long,
+        "8388608",
+        Validator::LongAtLeast(5242880),
+        "Part size of multipart uploads (S3 requires at least 5 MiB for every part but the last).",
+    ),
+    broker(
         "remote.fetch.chunk.bytes",
         ConfigType::Int,
         "4194304",

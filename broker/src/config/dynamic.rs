@@ -13,7 +13,7 @@ use strata_prefetch::governor::GovernorConfig;
 use strata_prefetch::ClassPolicy;
 
 use super::{BrokerConfig, ConfigSource, DYNAMIC_BROKER_CONFIGS};
-use crate::log::checkpoint::write_atomically;
+use crate::durable_file::write_atomically;
 
 const FILE: &str = "dynamic-broker-configs.json";
 

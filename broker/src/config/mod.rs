@@ -304,6 +304,14 @@ pub fn effective(
     )
 }
 
+/// Whether `topic`'s sealed segments go to the object store: tiering on
+/// for the broker and the topic, and not an internal topic.
+pub fn tiering_enabled(broker: &BrokerConfig, topic: &str, cfg: &TopicConfig) -> bool {
+    broker.bool("remote.log.storage.system.enable")
+        && cfg.remote_storage_enable
+        && !crate::topic_name::is_internal(topic)
+}
+
 /// Checks topic overrides: known names, valid values. The error message
 /// names the offending setting.
 pub fn validate_overrides(overrides: &BTreeMap<String, String>) -> Result<(), String> {

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 
 pub type Offsets = HashMap<(String, i32), i64>;
@@ -56,23 +56,7 @@ pub fn write(path: &Path, offsets: &Offsets) -> io::Result<()> {
     for ((topic, partition), offset) in entries {
         text.push_str(&format!("{topic} {partition} {offset}\n"));
     }
-    write_atomically(path, text.as_bytes())
-}
-
-/// Replaces `path` with `bytes` so that a crash leaves either the old or
-/// the new content.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent() {
-        fs::File::open(dir)?.sync_all()?;
-    }
-    Ok(())
+    crate::durable_file::write_atomically(path, text.as_bytes())
 }
 
 #[cfg(test)]

@@ -10,65 +10,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-/// One kind of index entry.
-pub trait IndexEntry: Copy + std::fmt::Debug {
-    const SIZE: usize;
-    fn encode(&self, out: &mut Vec<u8>);
-    fn decode(b: &[u8]) -> Self;
-    /// The lookup key; entries must be strictly increasing in it.
-    fn key(&self) -> i64;
-}
-
-/// `.index` entry: offset relative to the segment base → byte position.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OffsetPosition {
-    pub relative_offset: u32,
-    pub position: u32,
-}
-
-impl IndexEntry for OffsetPosition {
-    const SIZE: usize = 8;
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.relative_offset.to_be_bytes());
-        out.extend_from_slice(&self.position.to_be_bytes());
-    }
-    fn decode(b: &[u8]) -> Self {
-        OffsetPosition {
-            relative_offset: u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
-            position: u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
-        }
-    }
-    fn key(&self) -> i64 {
-        self.relative_offset as i64
-    }
-}
-
-/// `.timeindex` entry: max timestamp seen so far → relative offset of the
-/// batch where it was seen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TimestampOffset {
-    pub timestamp: i64,
-    pub relative_offset: u32,
-}
-
-impl IndexEntry for TimestampOffset {
-    const SIZE: usize = 12;
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.timestamp.to_be_bytes());
-        out.extend_from_slice(&self.relative_offset.to_be_bytes());
-    }
-    fn decode(b: &[u8]) -> Self {
-        let mut ts = [0u8; 8];
-        ts.copy_from_slice(&b[0..8]);
-        TimestampOffset {
-            timestamp: i64::from_be_bytes(ts),
-            relative_offset: u32::from_be_bytes([b[8], b[9], b[10], b[11]]),
-        }
-    }
-    fn key(&self) -> i64 {
-        self.timestamp
-    }
-}
+pub use strata_format::index::{IndexEntry, OffsetPosition, TimestampOffset};
 
 pub type OffsetIndex = SparseIndex<OffsetPosition>;
 pub type TimeIndex = SparseIndex<TimestampOffset>;

@@ -8,7 +8,6 @@ pub mod group_commit;
 pub mod index;
 pub mod partition_log;
 pub mod producer_state;
-pub mod record_scan;
 pub mod retention;
 pub mod segment;
 pub mod tiered;

@@ -205,7 +205,7 @@ impl PartitionLog {
         let dir = data_dir.join(partition_dir_name(topic, partition));
         fs::create_dir_all(&dir)?;
         if let Some(snapshot) = producer_snapshot {
-            super::checkpoint::write_atomically(
+            crate::durable_file::write_atomically(
                 &super::producer_state::snapshot_path(&dir, start_offset),
                 snapshot,
             )?;
@@ -682,9 +682,7 @@ fn remove_segment_files(dir: &Path, base: i64) {
     }
 }
 
-pub fn fsync_dir(dir: &Path) -> io::Result<()> {
-    fs::File::open(dir)?.sync_all()
-}
+pub use crate::durable_file::fsync_dir;
 
 #[cfg(test)]
 #[path = "partition_log_tests.rs"]

@@ -15,8 +15,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::batch::BatchHeader;
-use super::checkpoint::write_atomically;
-use super::partition_log::LogError;
+use crate::durable_file::write_atomically;
 use super::segment::LogSegment;
 
 /// Batches remembered per producer (Kafka's `max.in.flight` limit for
@@ -295,7 +294,7 @@ pub fn rebuild_producer_state(
     dir: &Path,
     segments: &BTreeMap<i64, LogSegment>,
     leo: i64,
-) -> Result<ProducerStateManager, LogError> {
+) -> io::Result<ProducerStateManager> {
     let first = segments.keys().next().copied().unwrap_or(0);
     let (from, mut state) = match ProducerStateManager::load_snapshot(dir, leo)? {
         Some((off, s)) if off >= first => (off, s),

@@ -287,17 +287,7 @@ impl LogSegment {
                 relative_offset: rel,
                 position: position as u32,
             });
-            if self.max_timestamp >= 0
-                && self
-                    .time_index
-                    .last()
-                    .is_none_or(|t| self.max_timestamp > t.timestamp)
-            {
-                self.time_index.append(TimestampOffset {
-                    timestamp: self.max_timestamp,
-                    relative_offset: (self.offset_of_max_timestamp - self.base_offset) as u32,
-                });
-            }
+            self.index_max_timestamp();
             self.bytes_since_last_index = 0;
         }
         if h.max_timestamp > self.max_timestamp {
@@ -307,6 +297,22 @@ impl LogSegment {
         self.size = position + h.size as u64;
         self.next_offset = h.next_offset();
         self.bytes_since_last_index += h.size as u64;
+    }
+
+    /// Records the max timestamp seen so far in the time index, if it grew
+    /// since the last entry (entries must increase in timestamp).
+    fn index_max_timestamp(&mut self) {
+        if self.max_timestamp >= 0
+            && self
+                .time_index
+                .last()
+                .is_none_or(|t| self.max_timestamp > t.timestamp)
+        {
+            self.time_index.append(TimestampOffset {
+                timestamp: self.max_timestamp,
+                relative_offset: (self.offset_of_max_timestamp - self.base_offset) as u32,
+            });
+        }
     }
 
     /// Appends one batch whose base offset has already been assigned.
@@ -358,17 +364,7 @@ impl LogSegment {
     /// Seals the segment: records the final max timestamp in the time index
     /// and makes the log and both indexes durable.
     pub fn seal(&mut self) -> io::Result<()> {
-        if self.max_timestamp >= 0
-            && self
-                .time_index
-                .last()
-                .is_none_or(|t| self.max_timestamp > t.timestamp)
-        {
-            self.time_index.append(TimestampOffset {
-                timestamp: self.max_timestamp,
-                relative_offset: (self.offset_of_max_timestamp - self.base_offset) as u32,
-            });
-        }
+        self.index_max_timestamp();
         self.file()?.sync_data()?;
         self.index.persist(true)?;
         self.time_index.persist(true)
@@ -564,31 +560,20 @@ pub fn find_record(
 }
 
 /// The first record of one whole batch (below `hw`) whose timestamp
-/// satisfies `pred`: (offset, timestamp). A batch that cannot be decoded
-/// answers with its base offset.
+/// satisfies `pred`: (offset, timestamp). A batch whose records cannot be
+/// read answers with its base offset (and a warning).
 pub fn first_record_in_batch(
     bytes: Bytes,
     hw: i64,
     pred: impl Fn(i64) -> bool,
 ) -> Option<(i64, i64)> {
-    let h = BatchHeader::parse(&bytes).ok()?;
-    if h.is_log_append_time() {
-        return pred(h.max_timestamp).then_some((h.base_offset, h.max_timestamp));
-    }
-    let mut found = None;
-    let scanned = super::record_scan::scan_records(&bytes, |offset, timestamp| {
-        if offset < hw && pred(timestamp) {
-            found = Some((offset, timestamp));
-            return false;
-        }
-        true
-    });
-    match scanned {
-        Ok(_) => found,
+    match strata_format::records::first_record(&bytes, hw, pred) {
+        Ok(found) => found,
         Err(e) => {
+            let h = BatchHeader::parse(&bytes).ok()?;
             tracing::warn!(error = %e, base_offset = h.base_offset,
                 "cannot read the records of a batch for a timestamp lookup; using its base offset");
-            found.or(Some((h.base_offset, h.max_timestamp)))
+            Some((h.base_offset, h.max_timestamp))
         }
     }
 }

@@ -10,6 +10,7 @@
 pub mod adaptive_rate;
 pub mod reads;
 pub mod recovery;
+pub mod remote_log_reader;
 pub mod sync;
 pub mod tiered_log;
 
@@ -23,20 +24,11 @@ use strata_tiering::store_url::Bucket;
 use strata_tiering::{ManagerOptions, RemoteLogManager, RemotePartition, UploadOptions};
 
 use crate::config::dynamic::DynamicConfigs;
-use crate::config::{BrokerConfig, TopicConfig};
+use crate::config::BrokerConfig;
 use crate::log_manager::Topic;
 
-/// Whether `topic`'s sealed segments go to the object store.
-pub fn tiering_enabled(broker: &BrokerConfig, topic: &str, cfg: &TopicConfig) -> bool {
-    broker.bool("remote.log.storage.system.enable")
-        && cfg.remote_storage_enable
-        && !is_internal(topic)
-}
-
-/// Internal topics (`__consumer_offsets`) never tier.
-pub fn is_internal(topic: &str) -> bool {
-    topic.starts_with("__")
-}
+pub use crate::config::tiering_enabled;
+pub use crate::topic_name::is_internal;
 
 /// The broker's tiered storage: tiering manager, remote reader, and the
 /// bucket's metadata.
@@ -68,7 +60,15 @@ impl RemoteStorage {
             max_concurrent_uploads: broker
                 .i32("remote.log.manager.copier.thread.pool.size")
                 .max(1) as usize,
-            upload: UploadOptions::default(),
+            upload: UploadOptions {
+                multipart_threshold: broker
+                    .i64("remote.log.upload.multipart.threshold.bytes")
+                    .clamp(5 << 20, i64::from(u32::MAX)) as usize,
+                part_size: broker
+                    .i64("remote.log.upload.part.bytes")
+                    .clamp(5 << 20, i64::from(u32::MAX)) as usize,
+                ..UploadOptions::default()
+            },
             manifest_versions_kept: 10,
         };
         let n = |name: &str| broker.i64(name).max(0) as usize;

@@ -287,15 +287,9 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
             encode_response(cid, version, &resp).map(Some)
         }};
     }
+    // Produce and Fetch never come here: `prepare` defers them (their
+    // ordered and waiting phases differ from every other API's).
     match api {
-        ApiKey::Produce => {
-            let r: ProduceRequest = req.decode()?;
-            match handlers::produce::handle(r, version, broker).await {
-                Some(resp) => encode_response(cid, version, &resp).map(Some),
-                None => Ok(None),
-            }
-        }
-        ApiKey::Fetch => route!(FetchRequest, handlers::fetch::handle),
         ApiKey::ListOffsets => route!(ListOffsetsRequest, handlers::list_offsets::handle),
         ApiKey::Metadata => route!(MetadataRequest, handlers::metadata::handle),
         ApiKey::ApiVersions => {

@@ -301,15 +301,7 @@ pub async fn alter_configs(
     let mut r = AlterConfigsResponse::default();
     for res in req.resources {
         // Legacy AlterConfigs replaces the whole set of overrides.
-        let given: BTreeMap<String, String> = res
-            .configs
-            .iter()
-            .filter_map(|c| {
-                c.value
-                    .as_ref()
-                    .map(|v| (c.name.to_string(), v.to_string()))
-            })
-            .collect();
+        let given = super::values_set(res.configs.iter().map(|c| (&c.name, c.value.as_ref())));
         let outcome = alter_resource(
             b,
             res.resource_type,

@@ -4,29 +4,29 @@
 //!
 //! As in Kafka (KIP-74), the first batch of the first partition with data is
 //! returned even if it exceeds the limits, so a consumer can always progress.
-//! Offsets below the local log start are read from the object store
-//! through the historical read path (`crate::remote::reads`,
-//! `strata-prefetch`), all such partitions of a fetch together, waiting for
-//! them at most the fetch's `max_wait_ms`; consumers see one continuous log.
+//! Offsets below the local log start are handed, all such partitions of a
+//! fetch together, to the historical read path's one entry point
+//! ([`RemoteLogReader`]); this handler only merges the local and remote
+//! answers, so consumers see one continuous log.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future::select_all;
-use futures_util::StreamExt;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use strata_prefetch::PrefetchError;
 use strata_tiering::RemotePartition;
 
 use crate::log::{LogError, PartitionLog, ReadResult};
 use crate::log_manager::Topic;
-use crate::remote::reads::{Reader, RemoteRead};
+use crate::remote::remote_log_reader::{
+    RemoteFetch, RemoteFetchOutcome, RemoteFetchPartition, RemoteLogReader,
+};
 use crate::server::Broker;
 
 struct Target {
@@ -88,12 +88,15 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
             .iter()
             .filter_map(|t| t.log.as_ref().map(|l| l.subscribe()))
             .collect();
-        let (partitions, total, any_error, history_bytes) =
-            read_all(b, client, &targets, response_max, read_committed, deadline).await;
-        if total >= min_bytes || any_error || Instant::now() >= deadline || watchers.is_empty() {
+        let read = read_all(b, client, &targets, response_max, read_committed, deadline).await;
+        if read.total >= min_bytes
+            || read.any_error
+            || Instant::now() >= deadline
+            || watchers.is_empty()
+        {
             return Fetched {
-                response: build(names, &targets, partitions, version),
-                history_bytes,
+                response: build(names, &targets, read.partitions, version),
+                history_bytes: read.history_bytes,
             };
         }
         let changes = watchers.iter_mut().map(|w| Box::pin(w.changed()));
@@ -101,11 +104,10 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
             .await
             .is_err()
         {
-            let (partitions, _, _, history_bytes) =
-                read_all(b, client, &targets, response_max, read_committed, deadline).await;
+            let read = read_all(b, client, &targets, response_max, read_committed, deadline).await;
             return Fetched {
-                response: build(names, &targets, partitions, version),
-                history_bytes,
+                response: build(names, &targets, read.partitions, version),
+                history_bytes: read.history_bytes,
             };
         }
     }
@@ -118,10 +120,6 @@ pub struct Client {
     /// `/<ip>`, as the group coordinator records members' hosts.
     pub host: String,
 }
-
-/// Remote reads wait for data at least this long, even when the fetch's
-/// own wait is shorter, so `fetch.wait.max.ms=0` consumers still progress.
-const MIN_REMOTE_WAIT: Duration = Duration::from_millis(100);
 
 fn base_data(t: &Target, read_committed: bool) -> PartitionData {
     let mut pd = PartitionData::default();
@@ -190,6 +188,16 @@ fn tiered_copy(b: &Broker, t: &Target) -> Option<Arc<RemotePartition>> {
         .then_some(rp)
 }
 
+/// One pass over a fetch's partitions.
+struct ReadAll {
+    partitions: Vec<PartitionData>,
+    /// Record bytes in `partitions`.
+    total: usize,
+    any_error: bool,
+    /// Of `total`, the bytes read from the bucket.
+    history_bytes: usize,
+}
+
 /// Reads every partition: local ones at once; those below the local log
 /// start together through the historical read path, waiting for them at
 /// most until `deadline` (what is not ready then is returned empty and
@@ -201,7 +209,7 @@ async fn read_all(
     response_max: usize,
     read_committed: bool,
     deadline: Instant,
-) -> (Vec<PartitionData>, usize, bool, usize) {
+) -> ReadAll {
     let mut out = Vec::with_capacity(targets.len());
     let mut total = 0usize;
     let mut any_error = false;
@@ -248,120 +256,56 @@ async fn read_all(
         out.push(pd);
     }
     let Some(remote) = &b.remote else {
-        return (out, total, any_error, 0);
+        return ReadAll {
+            partitions: out,
+            total,
+            any_error,
+            history_bytes: 0,
+        };
     };
     if remote_pending.is_empty() {
-        return (out, total, any_error, 0);
-    }
-    // remote.log.manager.fetch.max.bytes.per.second: a fetch that finds the
-    // quota used up waits for it (within its wait) if it has nothing else
-    // to return; one with local data returns that now, its remote
-    // partitions empty (not an error: the client asks again).
-    let quota = remote.prefetcher.quota();
-    if let Some(delay) = quota.delay() {
-        let t0 = Instant::now();
-        let ready = total == 0 && {
-            let wait_until = deadline.max(t0 + MIN_REMOTE_WAIT);
-            tokio::time::sleep_until((t0 + delay).min(wait_until)).await;
-            quota.delay().is_none()
+        return ReadAll {
+            partitions: out,
+            total,
+            any_error,
+            history_bytes: 0,
         };
-        quota.throttled(t0.elapsed());
-        if !ready {
-            for (i, _) in remote_pending {
-                if let Some(log) = &targets[i].log {
-                    fill(&mut out[i], remote_result(log, Bytes::new()));
-                }
-            }
-            return (out, total, any_error, 0);
-        }
     }
-    // Start every remote read at once.
-    let policy = remote.prefetcher.budget().policy();
-    let mut budget = response_max.saturating_sub(total);
-    let mut reads = Vec::with_capacity(remote_pending.len());
-    let mut pending = Vec::with_capacity(remote_pending.len());
-    for (n, (i, rp)) in remote_pending.into_iter().enumerate() {
-        let t = &targets[i];
-        let Some(log) = &t.log else {
-            continue;
-        };
-        let limit = t.max_bytes.min(budget);
-        budget = budget.saturating_sub(limit);
-        let min_one = total == 0 && n == 0;
-        let group =
-            b.groups
-                .group_of_reader(&client.client_id, &client.host, log.topic(), t.partition);
-        let reader = Reader {
-            class: policy.class_of(group.as_deref(), &client.client_id),
-            name: group.unwrap_or_else(|| format!("client:{}", client.client_id)),
-        };
-        reads.push((i, rp, reader, t.fetch_offset, limit, min_one));
-        pending.push(i);
-    }
-    let started = Instant::now();
-    let wait_until = deadline.max(started + MIN_REMOTE_WAIT);
-    let mut done: Vec<Option<(Result<RemoteRead, PrefetchError>, Duration)>> =
-        (0..targets.len()).map(|_| None).collect();
-    let mut history_bytes = 0;
-    // The reads run on the prefetch runtime, never on the request workers:
-    // its threads run at a lower priority and share the prefetcher's locks
-    // and cache; a request worker waiting on a lock held by a preempted
-    // low-priority thread would stall producers and tail readers with it.
-    // This task only awaits their results.
-    let r = remote.clone();
-    let ran = remote
-        .prefetcher
-        .runtime()
-        .spawn(async move {
-            let mut running: futures_util::stream::FuturesUnordered<_> = reads
-                .into_iter()
-                .map(|(i, rp, reader, offset, limit, min_one)| {
-                    let r = r.clone();
-                    async move { (i, r.read(&rp, &reader, offset, limit, min_one).await) }
-                })
-                .collect();
-            let mut finished = Vec::new();
-            while let Ok(Some((i, res))) = tokio::time::timeout_at(wait_until, running.next()).await
-            {
-                finished.push((i, res, started.elapsed()));
-            }
-            // Reads still running go on in the prefetcher (parked for the
-            // retry).
-            finished
+    let partitions = remote_pending
+        .into_iter()
+        .filter_map(|(i, rp)| {
+            let t = &targets[i];
+            let log = t.log.as_ref()?;
+            Some(RemoteFetchPartition {
+                slot: i,
+                topic: log.topic().to_string(),
+                partition: t.partition,
+                remote: rp,
+                fetch_offset: t.fetch_offset,
+                max_bytes: t.max_bytes,
+            })
+        })
+        .collect();
+    let result = RemoteLogReader::new(remote, &b.groups)
+        .fetch(RemoteFetch {
+            client_id: &client.client_id,
+            host: &client.host,
+            partitions,
+            bytes_left: response_max.saturating_sub(total),
+            nothing_local: total == 0,
+            deadline,
         })
         .await;
-    match ran {
-        Ok(finished) => {
-            for (i, res, waited) in finished {
-                done[i] = Some((res, waited));
-            }
-        }
-        Err(e) => {
-            // The prefetch runtime is shutting down with the broker.
-            for &i in &pending {
-                done[i] = Some((
-                    Err(PrefetchError::Runtime(e.to_string())),
-                    started.elapsed(),
-                ));
-            }
-        }
-    }
-    for i in pending {
+    for (i, outcome) in result.outcomes {
         let t = &targets[i];
         let Some(log) = &t.log else { continue };
         let pd = &mut out[i];
-        match done[i].take() {
-            // Not ready yet: an empty answer; the read goes on into the
-            // cache and the client asks again.
-            None => {
+        match outcome {
+            RemoteFetchOutcome::Records(records) => total += fill(pd, remote_result(log, records)),
+            RemoteFetchOutcome::NotReady => {
                 fill(pd, remote_result(log, Bytes::new()));
             }
-            Some((Ok(RemoteRead::Records(records)), waited)) => {
-                remote.prefetcher.delivered(records.len(), waited);
-                history_bytes += records.len();
-                total += fill(pd, remote_result(log, records));
-            }
-            Some((Ok(RemoteRead::NotRemote), _)) => {
+            RemoteFetchOutcome::NotRemote => {
                 // A gap no segment covers (left while remote storage was
                 // off): continue where the local log starts, as a
                 // compacted log would.
@@ -374,13 +318,13 @@ async fn read_all(
                     }
                 }
             }
-            Some((Err(PrefetchError::NotFound(key)), _)) => {
+            RemoteFetchOutcome::SegmentRemoved(key) => {
                 tracing::info!(topic = %log.topic(), partition = t.partition, key = %key,
                     "remote segment removed by retention during a fetch");
                 out_of_range(pd, log);
                 any_error = true;
             }
-            Some((Err(e), _)) => {
+            RemoteFetchOutcome::Failed(e) => {
                 tracing::warn!(topic = %log.topic(), partition = t.partition, offset = t.fetch_offset,
                     error = %e, "remote read failed; the client will retry");
                 storage_error(pd, log);
@@ -388,7 +332,12 @@ async fn read_all(
             }
         }
     }
-    (out, total, any_error, history_bytes)
+    ReadAll {
+        partitions: out,
+        total,
+        any_error,
+        history_bytes: result.history_bytes,
+    }
 }
 
 fn build(

@@ -27,3 +27,17 @@ pub(crate) async fn blocking<T: Send + 'static>(
 ) -> Option<T> {
     tokio::task::spawn_blocking(f).await.ok()
 }
+
+/// The `name = value` pairs of a request's config entries; entries without
+/// a value are left out (as Kafka reads CreateTopics and AlterConfigs).
+pub(crate) fn values_set<'a, N, V>(
+    entries: impl Iterator<Item = (&'a N, Option<&'a V>)>,
+) -> std::collections::BTreeMap<String, String>
+where
+    N: std::fmt::Display + 'a,
+    V: std::fmt::Display + 'a,
+{
+    entries
+        .filter_map(|(name, value)| value.map(|v| (name.to_string(), v.to_string())))
+        .collect()
+}

@@ -1,7 +1,7 @@
 //! CreateTopics, DeleteTopics and CreatePartitions. Validation errors come
 //! back per topic with Kafka's error code and a message.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::create_topics_response::{
@@ -59,15 +59,8 @@ pub async fn create_topics(
                 format!("Create topics request contains topic {name} more than once"),
             ))
         } else {
-            let configs: BTreeMap<String, String> = t
-                .configs
-                .iter()
-                .filter_map(|c| {
-                    c.value
-                        .as_ref()
-                        .map(|v| (c.name.to_string(), v.to_string()))
-                })
-                .collect();
+            let configs =
+                super::values_set(t.configs.iter().map(|c| (&c.name, c.value.as_ref())));
             let (partitions, rf) = match check_assignments(&t, b.node_id) {
                 Ok(p) => p,
                 Err(m) => {

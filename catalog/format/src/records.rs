@@ -6,12 +6,14 @@
 //! allocate (a decompression bomb) costs it nothing more than its size.
 //!
 //! Owns no I/O beyond the batch bytes it is given and never re-encodes.
+//! [`first_record`] answers "the first record at or after" a time or an
+//! offset for the log, the historical read path and, later, the cleaner.
 
 use std::io::{self, Read};
 
 use thiserror::Error;
 
-use super::batch::{BatchError, BatchHeader, HEADER_LEN};
+use crate::batch::{BatchError, BatchHeader, HEADER_LEN};
 
 /// The largest zstd window a batch may ask for (2^24 = 16 MiB). Producers'
 /// default levels use 2^21 or less; larger would let a frame header make
@@ -206,10 +208,33 @@ fn read_varint(r: &mut impl Read) -> io::Result<i32> {
     i32::try_from(v).map_err(|_| invalid("varint out of range for an int32"))
 }
 
+/// The first record of one whole batch, at an offset below `below`, whose
+/// timestamp satisfies `pred`: (offset, timestamp). A `LogAppendTime` batch
+/// carries one timestamp, its max timestamp, for all of its records.
+pub fn first_record(
+    batch: &[u8],
+    below: i64,
+    pred: impl Fn(i64) -> bool,
+) -> Result<Option<(i64, i64)>, ScanError> {
+    let h = BatchHeader::parse(batch)?;
+    if h.is_log_append_time() {
+        return Ok(pred(h.max_timestamp).then_some((h.base_offset, h.max_timestamp)));
+    }
+    let mut found = None;
+    scan_records(batch, |offset, timestamp| {
+        if offset < below && pred(timestamp) {
+            found = Some((offset, timestamp));
+            return false;
+        }
+        true
+    })?;
+    Ok(found)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::batch::testing::batch_with;
+    use crate::batch::testing::batch_with;
     use kafka_protocol::records::Compression;
 
     fn all(batch: &[u8]) -> Vec<(i64, i64)> {
@@ -261,7 +286,7 @@ mod tests {
         let mut b = batch_with(2, 10, 1_000, Compression::None).to_vec();
         b[57..61].copy_from_slice(&0x7fff_ffffi32.to_be_bytes());
         b[23..27].copy_from_slice(&0x7fff_fffei32.to_be_bytes());
-        let crc = crate::log::batch::compute_crc(&b);
+        let crc = crate::batch::compute_crc(&b);
         b[17..21].copy_from_slice(&crc.to_be_bytes());
         let e = scan_records(&b, |_, _| true).unwrap_err();
         assert!(matches!(e, ScanError::Malformed { index: 2, .. }), "{e}");

@@ -1,0 +1,30 @@
+//! Writing small files so a crash leaves the old content or the new one,
+//! never a mix: checkpoints, snapshots, topic metadata, `meta.properties`.
+//! Used by the log, the config store and the broker's identity files; it
+//! knows none of them.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::Path;
+
+/// Replaces `path` with `bytes` so that a crash leaves either the old or
+/// the new content.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent() {
+        fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// Makes a directory's entries (files created, renamed or removed in it)
+/// durable.
+pub fn fsync_dir(dir: &Path) -> io::Result<()> {
+    fs::File::open(dir)?.sync_all()
+}

@@ -1,0 +1,211 @@
+//! `RemoteLogReader`: the one entry point of the historical read path for
+//! a Fetch (Kafka's `RemoteLogReader` under `RemoteLogManager`).
+//!
+//! The Fetch handler reads local partitions itself and hands this reader
+//! the partitions whose offsets lie in the bucket. The reader applies the
+//! operator's quota (`remote.log.manager.fetch.max.bytes.per.second`),
+//! resolves each reader's priority class from its consumer group, runs every
+//! read at once on the prefetch runtime (never on the request workers), waits
+//! for them at most until the fetch's deadline, and answers with one named
+//! outcome per partition. Reads not finished by then go on into the cache
+//! for the client's next fetch.
+//!
+//! It never reads local segments and never builds a Kafka response.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use strata_prefetch::PrefetchError;
+use strata_tiering::RemotePartition;
+use tokio::time::Instant;
+
+use super::reads::{Reader, RemoteRead};
+use super::RemoteStorage;
+use crate::group::GroupCoordinator;
+
+/// Remote reads wait for data at least this long, even when the fetch's
+/// own wait is shorter, so `fetch.wait.max.ms=0` consumers still progress.
+const MIN_REMOTE_WAIT: Duration = Duration::from_millis(100);
+
+/// One partition of a fetch whose offset lies in the bucket.
+pub struct RemoteFetchPartition {
+    /// The caller's index for this partition, returned with its outcome.
+    pub slot: usize,
+    pub topic: String,
+    pub partition: i32,
+    pub remote: Arc<RemotePartition>,
+    pub fetch_offset: i64,
+    pub max_bytes: usize,
+}
+
+/// The remote part of one fetch.
+pub struct RemoteFetch<'a> {
+    pub client_id: &'a str,
+    /// `/<ip>`, as the group coordinator records members' hosts.
+    pub host: &'a str,
+    pub partitions: Vec<RemoteFetchPartition>,
+    /// Response bytes the local partitions left.
+    pub bytes_left: usize,
+    /// Nothing local was returned: the first remote batch may exceed the
+    /// limits (KIP-74), and a fetch throttled by the quota waits for it.
+    pub nothing_local: bool,
+    pub deadline: Instant,
+}
+
+/// What became of one remote partition.
+#[derive(Debug)]
+pub enum RemoteFetchOutcome {
+    /// Whole batches from the bucket (possibly none within the limits).
+    Records(Bytes),
+    /// Not ready by the deadline, or held back by the quota: an empty
+    /// answer; the client asks again.
+    NotReady,
+    /// No remote segment holds the offset (a gap left while remote storage
+    /// was off): read on from the local log start.
+    NotRemote,
+    /// Total retention removed the segment during the fetch.
+    SegmentRemoved(String),
+    /// The read failed; retriable for the client.
+    Failed(PrefetchError),
+}
+
+/// Outcomes by slot, and the record bytes read from the bucket (a response
+/// with any is encoded on the prefetch runtime too).
+pub struct RemoteFetchResult {
+    pub outcomes: Vec<(usize, RemoteFetchOutcome)>,
+    pub history_bytes: usize,
+}
+
+pub struct RemoteLogReader<'a> {
+    remote: &'a Arc<RemoteStorage>,
+    groups: &'a GroupCoordinator,
+}
+
+impl<'a> RemoteLogReader<'a> {
+    pub fn new(remote: &'a Arc<RemoteStorage>, groups: &'a GroupCoordinator) -> Self {
+        Self { remote, groups }
+    }
+
+    pub async fn fetch(&self, req: RemoteFetch<'_>) -> RemoteFetchResult {
+        let not_ready = |req: RemoteFetch<'_>| RemoteFetchResult {
+            outcomes: req
+                .partitions
+                .iter()
+                .map(|p| (p.slot, RemoteFetchOutcome::NotReady))
+                .collect(),
+            history_bytes: 0,
+        };
+        if !self.quota_allows(&req).await {
+            return not_ready(req);
+        }
+        let policy = self.remote.prefetcher.budget().policy();
+        let mut budget = req.bytes_left;
+        let mut reads = Vec::with_capacity(req.partitions.len());
+        for (n, p) in req.partitions.iter().enumerate() {
+            let limit = p.max_bytes.min(budget);
+            budget = budget.saturating_sub(limit);
+            let group = self
+                .groups
+                .group_of_reader(req.client_id, req.host, &p.topic, p.partition);
+            let reader = Reader {
+                class: policy.class_of(group.as_deref(), req.client_id),
+                name: group.unwrap_or_else(|| format!("client:{}", req.client_id)),
+            };
+            let min_one = req.nothing_local && n == 0;
+            reads.push((p.slot, p.remote.clone(), reader, p.fetch_offset, limit, min_one));
+        }
+        let started = Instant::now();
+        let wait_until = req.deadline.max(started + MIN_REMOTE_WAIT);
+        // The reads run on the prefetch runtime, never on the request
+        // workers: its threads run at a lower priority and share the
+        // prefetcher's locks and cache; a request worker waiting on a lock
+        // held by a preempted low-priority thread would stall producers and
+        // tail readers with it. This task only awaits their results.
+        let r = self.remote.clone();
+        let ran = self
+            .remote
+            .prefetcher
+            .runtime()
+            .spawn(async move {
+                let mut running: futures_util::stream::FuturesUnordered<_> = reads
+                    .into_iter()
+                    .map(|(slot, rp, reader, offset, limit, min_one)| {
+                        let r = r.clone();
+                        async move { (slot, r.read(&rp, &reader, offset, limit, min_one).await) }
+                    })
+                    .collect();
+                let mut finished = Vec::new();
+                while let Ok(Some((slot, res))) =
+                    tokio::time::timeout_at(wait_until, running.next()).await
+                {
+                    finished.push((slot, res, started.elapsed()));
+                }
+                // Reads still running go on in the prefetcher (parked for
+                // the retry).
+                finished
+            })
+            .await;
+        let finished = match ran {
+            Ok(finished) => finished,
+            Err(e) => {
+                // The prefetch runtime is shutting down with the broker.
+                return RemoteFetchResult {
+                    outcomes: req
+                        .partitions
+                        .iter()
+                        .map(|p| {
+                            let e = PrefetchError::Runtime(e.to_string());
+                            (p.slot, RemoteFetchOutcome::Failed(e))
+                        })
+                        .collect(),
+                    history_bytes: 0,
+                };
+            }
+        };
+        let mut history_bytes = 0;
+        let mut outcomes: Vec<(usize, RemoteFetchOutcome)> = req
+            .partitions
+            .iter()
+            .map(|p| (p.slot, RemoteFetchOutcome::NotReady))
+            .collect();
+        for (slot, res, waited) in finished {
+            let outcome = match res {
+                Ok(RemoteRead::Records(records)) => {
+                    self.remote.prefetcher.delivered(records.len(), waited);
+                    history_bytes += records.len();
+                    RemoteFetchOutcome::Records(records)
+                }
+                Ok(RemoteRead::NotRemote) => RemoteFetchOutcome::NotRemote,
+                Err(PrefetchError::NotFound(key)) => RemoteFetchOutcome::SegmentRemoved(key),
+                Err(e) => RemoteFetchOutcome::Failed(e),
+            };
+            if let Some(o) = outcomes.iter_mut().find(|(s, _)| *s == slot) {
+                o.1 = outcome;
+            }
+        }
+        RemoteFetchResult {
+            outcomes,
+            history_bytes,
+        }
+    }
+
+    /// The operator's quota: a fetch that finds it used up waits for it
+    /// (within its wait) if it has nothing local to return; one with local
+    /// data returns that now, its remote partitions empty.
+    async fn quota_allows(&self, req: &RemoteFetch<'_>) -> bool {
+        let quota = self.remote.prefetcher.quota();
+        let Some(delay) = quota.delay() else {
+            return true;
+        };
+        let t0 = Instant::now();
+        let ready = req.nothing_local && {
+            let wait_until = req.deadline.max(t0 + MIN_REMOTE_WAIT);
+            tokio::time::sleep_until((t0 + delay).min(wait_until)).await;
+            quota.delay().is_none()
+        };
+        quota.throttled(t0.elapsed());
+        ready
+    }
+}

@@ -1,0 +1,20 @@
+//! `strata-format`: Kafka's log formats, in one place and without I/O.
+//!
+//! - [`batch`]: the record batch v2 header (parse, validate, CRC, the two
+//!   in-place rewrites a broker may make) and a scanner over consecutive
+//!   batches.
+//! - [`index`]: `.index` and `.timeindex` entries and lookups over an index
+//!   file's bytes.
+//! - [`records`]: the offset and timestamp of each record inside a batch,
+//!   streamed through its codec, never inflated in memory; the first record
+//!   at or after a time.
+//!
+//! Used by the partition log (`strata-broker`), the historical read path
+//! (`strata-prefetch`) and, for what they will parse, the cleaner and the
+//! transaction index. It sits at the bottom of the workspace with
+//! `strata-catalog` and depends on no other crate of it. It never opens a
+//! file or a socket: callers hand it bytes.
+
+pub mod batch;
+pub mod index;
+pub mod records;

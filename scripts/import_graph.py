@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""The import graph of each workspace crate: which source file uses which.
+
+    scripts/import_graph.py            # report loops; exit 1 if any
+    scripts/import_graph.py --dot      # the graph, in Graphviz dot
+
+A file imports another when it names an item through `crate::a::b`,
+`super::x` or `self::x` paths (in `use` lines and inline paths), resolved
+to the file that defines module `a::b`. `mod.rs`/`lib.rs` re-exports are
+edges too. Test modules (`*_tests.rs`, `tests.rs`, `#[cfg(test)] mod
+tests` blocks) are left out: a test may reach anywhere. The test command
+runs this and fails on a loop (docs/architecture.md)."""
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CRATES = ["broker", "catalog", "catalog/format", "tiering", "prefetch", "local-stack"]
+PATH = re.compile(r"\b(crate|super|self)((?:::[a-z_][a-z0-9_]*)+)")
+
+
+def module_files(src: Path) -> dict[tuple, Path]:
+    """Module path (tuple of names) -> file, for every .rs file under src."""
+    mods = {}
+    for f in src.rglob("*.rs"):
+        rel = f.relative_to(src).with_suffix("")
+        parts = list(rel.parts)
+        if parts in (["lib"], ["main"]):
+            parts = []
+        elif parts[-1] == "mod":
+            parts = parts[:-1]
+        mods[tuple(parts)] = f
+    return mods
+
+
+def strip_tests(text: str) -> str:
+    """Drops `#[cfg(test)] mod x { ... }` blocks and `#[path] mod` lines."""
+    out, i = [], 0
+    for m in re.finditer(r"#\[cfg\(test\)\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{", text):
+        if m.start() < i:
+            continue
+        out.append(text[i:m.start()])
+        depth, j = 1, m.end()
+        while j < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[j], 0)
+            j += 1
+        i = j
+    out.append(text[i:])
+    return "".join(out)
+
+
+def graph(crate: str) -> dict[Path, set[Path]]:
+    src = ROOT / crate / "src"
+    mods = module_files(src)
+    by_file = {f: m for m, f in mods.items()}
+    edges: dict[Path, set[Path]] = {}
+    for f, mod in by_file.items():
+        if f.name.endswith("_tests.rs") or f.name == "tests.rs" or "fuzz_targets" in f.name:
+            continue
+        text = strip_tests(re.sub(r"//[^\n]*", "", f.read_text()))
+        here = mod if f.name in ("mod.rs", "lib.rs", "main.rs") else mod[:-1]
+        targets = set()
+        for kind, rest in PATH.findall(text):
+            names = rest.strip(":").split("::")
+            base = () if kind == "crate" else (here[:-1] if kind == "super" else here)
+            if kind == "super" and f.name not in ("mod.rs", "lib.rs", "main.rs"):
+                base = mod[:-1]
+            path = base + tuple(names)
+            # The longest prefix that is a module file.
+            for n in range(len(path), len(base), -1):
+                t = mods.get(path[:n])
+                if t is not None:
+                    if t != f:
+                        targets.add(t)
+                    break
+        edges[f] = targets
+    return edges
+
+
+def cycles(edges: dict[Path, set[Path]]) -> list[list[Path]]:
+    """Strongly connected components with more than one file (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(comp)
+
+    sys.setrecursionlimit(10000)
+    for v in list(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def is_parent_module(a: Path, b: Path) -> bool:
+    """`a` is the mod.rs/lib.rs that declares the module `b` lives in."""
+    return a.name in ("mod.rs", "lib.rs", "main.rs") and b.parent == a.parent or \
+        (a.name in ("mod.rs",) and b.parent.parent == a.parent and b.name == "mod.rs")
+
+
+def main():
+    dot = "--dot" in sys.argv
+    found = 0
+    for crate in CRATES:
+        edges = graph(crate)
+        # A module's own mod.rs re-exporting its children is not a loop
+        # worth reporting: drop parent -> child edges.
+        pruned = {f: {t for t in ts if not is_parent_module(f, t)} for f, ts in edges.items()}
+        if dot:
+            print(f'digraph "{crate}" {{')
+            for f, ts in sorted(pruned.items()):
+                for t in sorted(ts):
+                    print(f'  "{f.relative_to(ROOT)}" -> "{t.relative_to(ROOT)}";')
+            print("}")
+            continue
+        for comp in cycles(pruned):
+            found += 1
+            names = sorted(str(p.relative_to(ROOT)) for p in comp)
+            print(f"{crate}: import loop between {', '.join(names)}")
+            for a in comp:
+                for b in pruned[a]:
+                    if b in comp:
+                        print(f"    {a.relative_to(ROOT)} -> {b.relative_to(ROOT)}")
+    if not dot:
+        print(f"{found} import loop(s) in {len(CRATES)} crates")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
