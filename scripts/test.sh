@@ -2,7 +2,10 @@
 # The whole test suite: Rust tests (unit tests, and object-store tests against
 # a real S3-protocol server, moto), then the end-to-end suite that drives a
 # real broker binary with real Kafka clients (librdkafka via confluent-kafka,
-# and kafka-python). Creates .venv with the Python packages on first run.
+# and kafka-python), then the client compatibility suite (tests/compat: the
+# same scenario with confluent-kafka, kafka-python, aiokafka, kafkajs and
+# kcat). Creates .venv with the Python packages on first run, and installs
+# kafkajs (npm) and kcat (Debian) when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,11 +14,36 @@ cargo build --release --locked -p strata-broker -p strata-local-stack
 
 # Real clients and a real S3-protocol server (moto) come from PyPI.
 if [ ! -x .venv/bin/pytest ] || [ ! -x .venv/bin/moto_server ] \
-   || ! .venv/bin/python -c 'import confluent_kafka, kafka, pytest, moto' 2>/dev/null; then
+   || ! .venv/bin/python -c 'import confluent_kafka, kafka, pytest, moto, aiokafka, cramjam, snappy, lz4.frame, zstandard' 2>/dev/null; then
   echo "==> installing Python test clients and moto into .venv"
   python3 -m venv .venv
   .venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 fi
+
+# Command-line Kafka clients from Debian (the README's kcat line is run).
+if ! command -v kcat >/dev/null; then
+  echo "==> installing kcat (Debian)"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get install -y -qq kcat >/dev/null 2>&1 \
+    || { $SUDO apt-get update -qq >/dev/null && $SUDO apt-get install -y -qq kcat >/dev/null; }
+fi
+
+# kafkajs for tests/compat, pinned by its package-lock.json; reinstalled when
+# the lock file changes (the stamp holds the hash of the lock installed).
+KJS=tests/compat/kafkajs
+if command -v npm >/dev/null; then
+  LOCK_SUM="$(sha256sum "$KJS/package-lock.json" | cut -d' ' -f1)"
+  if [ ! -d "$KJS/node_modules" ] || [ "$(cat "$KJS/node_modules/.strata-lock.sha256" 2>/dev/null)" != "$LOCK_SUM" ]; then
+    echo "==> installing kafkajs (npm ci in $KJS)"
+    npm ci --prefix "$KJS" --no-audit --no-fund --loglevel=error
+    echo "$LOCK_SUM" > "$KJS/node_modules/.strata-lock.sha256"
+  fi
+else
+  echo "==> npm not found: the kafkajs compatibility tests will fail (install Node.js 20 and npm)"
+fi
+
+echo "==> import graph: no file imports back into a file that imports it"
+python3 scripts/import_graph.py
 
 echo "==> Rust tests (the object-store tests start moto from .venv)"
 cargo test --workspace --locked
@@ -24,3 +52,6 @@ cargo test --workspace --locked
 echo "==> end-to-end tests with real Kafka clients"
 STRATA_BIN="$PWD/target/release/strata" STRATA_S3_BIN="$PWD/target/release/strata-s3" \
   .venv/bin/pytest tests/e2e -q "$@"
+
+echo "==> client compatibility suite (tests/compat)"
+STRATA_BIN="$PWD/target/release/strata" .venv/bin/pytest tests/compat -q

@@ -16,4 +16,6 @@ pub mod meta_properties;
 pub mod producer_ids;
 pub mod remote;
 pub mod server;
+pub mod start_error;
+pub mod topic_error;
 pub mod topic_name;

@@ -18,7 +18,6 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use strata_prefetch::latency::LatencyHistogram;
-use thiserror::Error;
 use uuid::Uuid;
 
 use crate::config::{self, BrokerConfig, TopicConfig};
@@ -34,44 +33,10 @@ const RECOVERY_POINTS: &str = "recovery-point-offset-checkpoint";
 const LOG_START_OFFSETS: &str = "log-start-offset-checkpoint";
 const LOCK_FILE: &str = ".lock";
 pub use crate::topic_name::{validate_topic_name, InvalidTopicName, MAX_TOPIC_NAME_LEN};
+use crate::start_error::StartError;
 use crate::topic_name::TOPICS_DIR;
 
-#[derive(Debug, Error)]
-pub enum TopicError {
-    #[error("Topic '{0}' already exists.")]
-    AlreadyExists(String),
-    #[error("This server does not host this topic-partition: {0}")]
-    UnknownTopic(String),
-    #[error("{0}")]
-    InvalidName(String),
-    #[error("{0}")]
-    InvalidPartitions(String),
-    #[error("{0}")]
-    InvalidReplicationFactor(String),
-    #[error("{0}")]
-    InvalidConfig(String),
-    #[error("Topic deletion is disabled (delete.topic.enable=false)")]
-    DeletionDisabled,
-    #[error("storage error: {0}")]
-    Storage(String),
-}
-
-impl From<InvalidTopicName> for TopicError {
-    fn from(e: InvalidTopicName) -> Self {
-        TopicError::InvalidName(e.0)
-    }
-}
-
-impl From<io::Error> for TopicError {
-    fn from(e: io::Error) -> Self {
-        TopicError::Storage(e.to_string())
-    }
-}
-impl From<LogError> for TopicError {
-    fn from(e: LogError) -> Self {
-        TopicError::Storage(e.to_string())
-    }
-}
+pub use crate::topic_error::TopicError;
 
 /// A topic: its identity, configuration and partition logs.
 #[derive(Debug)]
@@ -158,22 +123,22 @@ fn now_ms() -> i64 {
 impl LogManager {
     /// Opens (or initialises) the data directory and every topic in it,
     /// running recovery if the last shutdown was not clean.
-    pub fn open(data_dir: &Path, broker: Arc<BrokerConfig>) -> anyhow::Result<Arc<Self>> {
-        fs::create_dir_all(data_dir.join(TOPICS_DIR))?;
+    pub fn open(data_dir: &Path, broker: Arc<BrokerConfig>) -> Result<Arc<Self>, StartError> {
+        let io_err = || StartError::data_dir(data_dir);
+        fs::create_dir_all(data_dir.join(TOPICS_DIR)).map_err(io_err())?;
         let lock = fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(data_dir.join(LOCK_FILE))?;
+            .open(data_dir.join(LOCK_FILE))
+            .map_err(io_err())?;
         if lock.try_lock().is_err() {
-            anyhow::bail!(
-                "data directory {} is in use by another broker process",
-                data_dir.display()
-            );
+            return Err(StartError::Locked(data_dir.to_path_buf()));
         }
-        let cluster_id = meta_properties::load_or_create(data_dir, broker.node_id())?;
+        let cluster_id =
+            meta_properties::load_or_create(data_dir, broker.node_id()).map_err(io_err())?;
         let pool = crate::fd_limit::configure_pool(broker.i64("log.segment.open.files.max"))
-            .map_err(|e| anyhow::anyhow!(e))?;
+            .map_err(StartError::FdLimit)?;
         tracing::debug!(sealed_segment_files = pool, "sealed-segment file pool sized");
         let clean_marker = data_dir.join(CLEAN_SHUTDOWN);
         let clean = clean_marker.exists();
@@ -185,31 +150,38 @@ impl LogManager {
         let started = std::time::Instant::now();
         let mut topics = HashMap::new();
         let mut expected_dirs = HashSet::new();
-        for entry in fs::read_dir(data_dir.join(TOPICS_DIR))? {
-            let path = entry?.path();
+        for entry in fs::read_dir(data_dir.join(TOPICS_DIR)).map_err(io_err())? {
+            let path = entry.map_err(io_err())?.path();
             if path.extension().and_then(|e| e.to_str()) != Some("json") {
                 continue;
             }
-            let record: TopicRecord = serde_json::from_slice(&fs::read(&path)?)
-                .map_err(|e| anyhow::anyhow!("corrupt topic metadata {}: {e}", path.display()))?;
+            let bytes = fs::read(&path).map_err(io_err())?;
+            let record: TopicRecord =
+                serde_json::from_slice(&bytes).map_err(|source| StartError::CorruptTopic {
+                    path: path.clone(),
+                    source,
+                })?;
             let resolved = TopicConfig::resolve(&broker, &record.configs);
             let shared = SharedConfig::new(resolved);
             if record.partitions == 0
                 || record.partitions as u64 > crate::fd_limit::partition_capacity()
             {
-                anyhow::bail!(
-                    "topic metadata {}: {} partitions: corrupt, or more than this broker can keep open \
-                     within its file descriptor limit (ulimit -n {}); raise the limit",
-                    path.display(),
-                    record.partitions,
-                    crate::fd_limit::soft().unwrap_or(0)
-                );
+                return Err(StartError::TooManyPartitions {
+                    what: format!("topic metadata {}", path.display()),
+                    partitions: record.partitions,
+                    limit: crate::fd_limit::soft().unwrap_or(0),
+                });
             }
             let mut partitions = Vec::with_capacity(record.partitions as usize);
             for p in 0..record.partitions as i32 {
                 let dir_name = partition_dir_name(&record.name, p);
                 expected_dirs.insert(dir_name.clone());
                 let key = (record.name.clone(), p);
+                let partition_err = |source| StartError::Partition {
+                    topic: record.name.clone(),
+                    partition: p,
+                    source,
+                };
                 let log = if data_dir.join(&dir_name).is_dir() {
                     PartitionLog::open(
                         data_dir,
@@ -223,10 +195,12 @@ impl LogManager {
                         },
                         log_starts.get(&key).copied(),
                         clean,
-                    )?
+                    )
+                    .map_err(partition_err)?
                 } else {
                     tracing::warn!(topic = %record.name, partition = p, "partition directory missing; creating it empty");
-                    PartitionLog::create(data_dir, &record.name, p, shared.clone())?
+                    PartitionLog::create(data_dir, &record.name, p, shared.clone())
+                        .map_err(partition_err)?
                 };
                 partitions.push(log);
             }
@@ -242,20 +216,21 @@ impl LogManager {
             );
         }
         // Directories of topics deleted before a crash finished removing them.
-        for entry in fs::read_dir(data_dir)? {
-            let entry = entry?;
+        for entry in fs::read_dir(data_dir).map_err(io_err())? {
+            let entry = entry.map_err(io_err())?;
             let name = entry.file_name().to_string_lossy().to_string();
-            if entry.file_type()?.is_dir() && name != TOPICS_DIR && !expected_dirs.contains(&name) {
+            let is_dir = entry.file_type().map_err(io_err())?.is_dir();
+            if is_dir && name != TOPICS_DIR && !expected_dirs.contains(&name) {
                 if let Some((_, p)) = name.rsplit_once('-') {
                     if p.parse::<i32>().is_ok() {
                         tracing::info!(dir = %name, "removing partition directory of a deleted topic");
-                        fs::remove_dir_all(entry.path())?;
+                        fs::remove_dir_all(entry.path()).map_err(io_err())?;
                     }
                 }
             }
         }
         if clean {
-            fs::remove_file(&clean_marker)?;
+            fs::remove_file(&clean_marker).map_err(io_err())?;
         }
         tracing::info!(
             topics = topics.len(),
@@ -505,7 +480,7 @@ impl LogManager {
             configs: topic.overrides(),
         };
         let json =
-            serde_json::to_vec_pretty(&record).map_err(|e| TopicError::Storage(e.to_string()))?;
+            serde_json::to_vec_pretty(&record).map_err(TopicError::Encode)?;
         write_atomically(&self.topic_file(&topic.name), &json)?;
         Ok(())
     }

@@ -182,9 +182,9 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| format!("file://{}/bucket", args.data_dir.display()));
     let tiering = config.bool("remote.log.storage.system.enable");
     // A wrong URL, endpoint, bucket or credentials is reported now, in one line.
-    let bucket = strata_tiering::store_url::open(&object_store).map_err(anyhow::Error::msg)?;
+    let bucket = strata_catalog::bucket::open(&object_store).map_err(anyhow::Error::msg)?;
     if tiering {
-        strata_tiering::store_url::check(&bucket)
+        strata_catalog::bucket::check(&bucket)
             .await
             .map_err(anyhow::Error::msg)?;
     }

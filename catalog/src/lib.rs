@@ -6,9 +6,13 @@
 //! next version), and every writer carries an epoch, so a stale broker is
 //! fenced instead of overwriting a newer view (`docs/catalog.md`).
 //!
+//! It also opens the bucket from `--object-store` URLs ([`bucket`]), for
+//! itself, the tiering manager and the historical read path.
+//!
 //! This crate knows no other Strata crate and never reads segment data; it
 //! only records where segments are.
 
+pub mod bucket;
 pub mod error;
 pub mod layout;
 pub mod manifest;
@@ -17,6 +21,7 @@ pub mod store;
 pub mod testing;
 pub mod topics;
 
+pub use bucket::{Bucket, BucketError};
 pub use error::CatalogError;
 pub use layout::PartitionPath;
 pub use manifest::{PartitionManifest, RemoteSegment};

@@ -62,11 +62,9 @@ pub async fn build(
         .storage();
     let cache = match dir {
         Some(dir) if disk_bytes > 0 => {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                PrefetchError::Cache(format!(
-                    "cannot create cache directory {}: {e}",
-                    dir.display()
-                ))
+            std::fs::create_dir_all(dir).map_err(|source| PrefetchError::CacheDir {
+                dir: dir.to_path_buf(),
+                source,
             })?;
             // foyer's block engine turns away (drops) chunks while writes run
             // above the device's write throughput.
@@ -74,7 +72,7 @@ pub async fn build(
                 .with_capacity(disk_bytes)
                 .with_throttle(Throttle::new().with_write_throughput(disk_write_bytes_per_sec))
                 .build()
-                .map_err(|e| PrefetchError::Cache(e.to_string()))?;
+                .map_err(PrefetchError::Cache)?;
             builder
                 .with_engine_config(BlockEngineConfig::new(device))
                 .build()
@@ -82,7 +80,7 @@ pub async fn build(
         }
         _ => builder.build().await,
     };
-    cache.map_err(|e| PrefetchError::Cache(e.to_string()))
+    cache.map_err(PrefetchError::Cache)
 }
 
 #[cfg(test)]

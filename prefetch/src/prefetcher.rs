@@ -30,7 +30,7 @@ use crate::chunk_cache::{self, ChunkCache, ChunkKey};
 use crate::classes::{ClassPolicy, PriorityClass};
 use crate::config::PrefetchConfig;
 use crate::cursor::ChunkCursor;
-use crate::error::PrefetchError;
+use crate::error::{PrefetchError, SharedError};
 use crate::index_cache::IndexCache;
 use crate::quota::FetchQuota;
 use crate::stats::PrefetchStats;
@@ -54,8 +54,8 @@ pub struct ReadRequest {
 }
 
 /// A read of a stream, kept after it completes until the stream reads
-/// elsewhere: (`true`, key) is a NotFound.
-type ReadOutcome = Option<Result<Bytes, (bool, String)>>;
+/// elsewhere.
+type ReadOutcome = Option<Result<Bytes, Arc<PrefetchError>>>;
 
 #[derive(Debug)]
 struct ParkedRead {
@@ -116,7 +116,7 @@ impl Prefetcher {
             .on_thread_start(move || crate::threads::lower_thread_priority(nice))
             .enable_all()
             .build()
-            .map_err(|e| PrefetchError::Runtime(e.to_string()))?;
+            .map_err(PrefetchError::Runtime)?;
         let handle = runtime.handle().clone();
         let (mem, disk, rate, dir) = (
             cfg.memory_cache_bytes,
@@ -126,12 +126,10 @@ impl Prefetcher {
         );
         let cache = handle
             .spawn(async move { chunk_cache::build(mem, disk, rate, dir.as_deref()).await })
-            .await
-            .map_err(|e| PrefetchError::Runtime(e.to_string()))??;
+            .await??;
         let writeback = match (&cfg.disk_cache_dir, cfg.disk_writeback_interval) {
             (Some(dir), Some(every)) if cfg.disk_cache_bytes > 0 => Some(
-                CacheWriteback::start(dir, every, nice)
-                    .map_err(|e| PrefetchError::Runtime(e.to_string()))?,
+                CacheWriteback::start(dir, every, nice).map_err(PrefetchError::Runtime)?,
             ),
             _ => None,
         };
@@ -225,10 +223,7 @@ impl Prefetcher {
                         if req.class == PriorityClass::Bulk {
                             me.budget.wait_bulk_resumed().await;
                         }
-                        let out = me.clone().read_here(req).await.map_err(|e| match e {
-                            PrefetchError::NotFound(k) => (true, k),
-                            other => (false, other.to_string()),
-                        });
+                        let out = me.clone().read_here(req).await.map_err(Arc::new);
                         let _ = tx.send(Some(out));
                     });
                     rx
@@ -238,13 +233,15 @@ impl Prefetcher {
         let result = rx
             .wait_for(|r| r.is_some())
             .await
-            .map_err(|e| PrefetchError::Runtime(e.to_string()))?
+            .map_err(|_| PrefetchError::Stopped)?
             .clone();
         match result {
             Some(Ok(b)) => Ok(b),
-            Some(Err((true, key))) => Err(PrefetchError::NotFound(key)),
-            Some(Err((false, msg))) => Err(PrefetchError::Fetch(msg)),
-            None => Err(PrefetchError::Runtime("read ended without a result".into())),
+            Some(Err(e)) => Err(match e.not_found_key() {
+                Some(key) => PrefetchError::NotFound(key.to_string()),
+                None => PrefetchError::Shared(e),
+            }),
+            None => Err(PrefetchError::Stopped),
         }
     }
 
@@ -350,8 +347,7 @@ impl Prefetcher {
                 }
                 Ok(None)
             })
-            .await
-            .map_err(|e| PrefetchError::Runtime(e.to_string()))?
+            .await?
     }
 
     pub(crate) fn chunk_bytes(&self) -> u64 {
@@ -417,15 +413,15 @@ impl Prefetcher {
                     }
                     Ok(b) => {
                         PrefetchStats::add(&stats.get_errors, 1);
-                        Err(anyhow::Error::new(PrefetchError::Corrupt {
+                        Err(SharedError(Arc::new(PrefetchError::Corrupt {
                             key: path.to_string(),
                             position: start,
                             message: format!("short read: {} of {} bytes", b.len(), end - start),
-                        }))
+                        })))
                     }
                     Err(e) => {
                         PrefetchStats::add(&stats.get_errors, 1);
-                        Err(anyhow::Error::new(PrefetchError::from(e)))
+                        Err(SharedError(Arc::new(PrefetchError::from(e))))
                     }
                 }
             })
@@ -437,10 +433,12 @@ impl Prefetcher {
         }
         match entry {
             Ok(e) => Ok(e.value().clone()),
-            Err(e) => Err(match e.downcast_ref::<PrefetchError>() {
-                Some(PrefetchError::NotFound(k)) => PrefetchError::NotFound(k.clone()),
-                Some(other) => PrefetchError::Fetch(other.to_string()),
-                None => PrefetchError::Fetch(e.to_string()),
+            Err(e) => Err(match e.downcast_ref::<SharedError>() {
+                Some(SharedError(shared)) => match &**shared {
+                    PrefetchError::NotFound(k) => PrefetchError::NotFound(k.clone()),
+                    _ => PrefetchError::Shared(shared.clone()),
+                },
+                None => PrefetchError::Cache(e),
             }),
         }
     }

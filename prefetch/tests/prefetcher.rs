@@ -346,7 +346,9 @@ async fn a_failed_get_is_an_error_and_the_next_read_succeeds() {
         .read(request("r", &segs, 1000, 1 << 20))
         .await
         .unwrap_err();
-    assert!(matches!(err, PrefetchError::Fetch(_)), "{err}");
+    // The store's own error, kept as the source through the shared GET.
+    assert!(matches!(err.root(), PrefetchError::ObjectStore(_)), "{err:?}");
+    assert!(err.is_retriable(), "{err}");
     counting.fail.store(0, Ordering::SeqCst);
     // Failures are not cached.
     assert_eq!(

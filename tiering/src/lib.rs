@@ -6,8 +6,8 @@
 //! backoff, verified by size and CRC32C, then recorded in the partition's
 //! catalog), deletes local segments that are recorded and outside the hot
 //! window (`local.retention.ms` / `local.retention.bytes`), and applies total
-//! retention to the remote part ([`policy`]). [`store_url`] turns
-//! `--object-store` URLs into object stores.
+//! retention to the remote part ([`policy`]). The bucket itself is opened
+//! by `strata_catalog::bucket`.
 //!
 //! It must never delete a local segment the catalog has not recorded, and it
 //! uses `catalog` only; the partition log is reached through
@@ -16,7 +16,6 @@
 pub mod error;
 pub mod manager;
 pub mod policy;
-pub mod store_url;
 pub mod upload;
 
 pub use error::TieringError;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use object_store::ObjectStore;
 use strata_catalog::{CatalogError, PartitionCatalog, PartitionPath};
-use strata_tiering::store_url;
+use strata_catalog::bucket;
 use strata_tiering::{upload_segment, SealedSegment, UploadOptions};
 
 struct Moto {
@@ -79,16 +79,16 @@ fn moto() -> &'static Moto {
     })
 }
 
-fn bucket(prefix: &str) -> store_url::Bucket {
+fn bucket_at(prefix: &str) -> bucket::Bucket {
     let _ = moto().port;
-    store_url::open(&format!("s3://strata/{prefix}")).unwrap()
+    bucket::open(&format!("s3://strata/{prefix}")).unwrap()
 }
 
 #[tokio::test]
 async fn s3_store_passes_the_startup_check() {
-    store_url::check(&bucket("check")).await.unwrap();
-    let missing = store_url::open("s3://no-such-bucket").unwrap();
-    let err = store_url::check(&missing).await.unwrap_err();
+    bucket::check(&bucket_at("check")).await.unwrap();
+    let missing = bucket::open("s3://no-such-bucket").unwrap();
+    let err = bucket::check(&missing).await.unwrap_err().to_string();
     assert!(
         err.starts_with("object store s3://no-such-bucket is not usable"),
         "{err}"
@@ -97,14 +97,14 @@ async fn s3_store_passes_the_startup_check() {
 
 #[tokio::test]
 async fn sixteen_concurrent_claims_get_sixteen_epochs() {
-    let b = bucket("claims");
+    let b = bucket_at("claims");
     let path = PartitionPath::new(&b.prefix, "t", "id", 0);
     strata_catalog::testing::concurrent_claims_get_distinct_epochs(b.store.clone(), path, 16).await;
 }
 
 #[tokio::test]
 async fn stale_broker_is_fenced_and_the_catalog_stays_consistent() {
-    let b = bucket("fence");
+    let b = bucket_at("fence");
     let store: Arc<dyn ObjectStore> = b.store.clone();
     let path = PartitionPath::new(&b.prefix, "orders", "id", 3);
     let dir = tempfile::tempdir().unwrap();

@@ -103,13 +103,19 @@ enum Sync {
 
 impl GroupCoordinator {
     /// Opens `__consumer_offsets` and rebuilds every group from it.
-    pub fn open(logs: Arc<LogManager>, broker: &BrokerConfig) -> anyhow::Result<Arc<Self>> {
+    pub fn open(
+        logs: Arc<LogManager>,
+        broker: &BrokerConfig,
+    ) -> Result<Arc<Self>, crate::start_error::StartError> {
         let store = OffsetsLog::open(
             logs.clone(),
             broker.i32("offsets.topic.num.partitions"),
             broker.i32("offsets.topic.segment.bytes"),
         )
-        .map_err(|e| anyhow::anyhow!("cannot open __consumer_offsets: {e}"))?;
+        .map_err(|source| crate::start_error::StartError::Topic {
+            topic: super::OFFSETS_TOPIC.to_string(),
+            source,
+        })?;
         let mut groups: HashMap<String, Group> = HashMap::new();
         let now = Instant::now();
         let started = Instant::now();
@@ -152,6 +158,10 @@ impl GroupCoordinator {
                     groups.remove(&group);
                 }
             }
+        })
+        .map_err(|source| crate::start_error::StartError::Replay {
+            topic: super::OFFSETS_TOPIC.to_string(),
+            source,
         })?;
         groups.retain(|_, g| !g.members.is_empty() || !g.offsets.is_empty() || g.generation > 0);
         tracing::info!(

@@ -159,7 +159,10 @@ impl Group {
         if !self.join_order.contains(&m.member_id) {
             self.join_order.push(m.member_id.clone());
         }
-        if self.protocol_type.is_none() {
+        // The first member of an empty group sets its protocol type; the
+        // type outlives the members (DescribeGroups of an empty consumer
+        // group still says `consumer`, as Kafka's does).
+        if self.members.is_empty() || self.protocol_type.is_none() {
             self.protocol_type = Some(m.protocol_type.clone());
         }
         self.members.insert(m.member_id.clone(), m);
@@ -175,9 +178,6 @@ impl Group {
         }
         if self.leader.as_deref() == Some(member_id) {
             self.leader = self.join_order.first().cloned();
-        }
-        if self.members.is_empty() {
-            self.protocol_type = None;
         }
         Some(m)
     }

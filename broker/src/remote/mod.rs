@@ -20,7 +20,7 @@ use std::time::Duration;
 use strata_catalog::MetadataStore;
 use strata_prefetch::governor::Governor;
 use strata_prefetch::{PrefetchConfig, PrefetchError, Prefetcher};
-use strata_tiering::store_url::Bucket;
+use strata_catalog::bucket::Bucket;
 use strata_tiering::{ManagerOptions, RemoteLogManager, RemotePartition, UploadOptions};
 
 use crate::config::dynamic::DynamicConfigs;
@@ -29,6 +29,15 @@ use crate::log_manager::Topic;
 
 pub use crate::config::tiering_enabled;
 pub use crate::topic_name::is_internal;
+
+/// Why tiered storage could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteStorageError {
+    #[error(transparent)]
+    Bucket(#[from] strata_catalog::BucketError),
+    #[error("historical read path: {0}")]
+    Prefetch(#[from] PrefetchError),
+}
 
 /// The broker's tiered storage: tiering manager, remote reader, and the
 /// bucket's metadata.
@@ -52,7 +61,7 @@ impl RemoteStorage {
         dynamic: &DynamicConfigs,
         data_dir: &std::path::Path,
         owner: &str,
-    ) -> Result<Arc<Self>, PrefetchError> {
+    ) -> Result<Arc<Self>, RemoteStorageError> {
         let opts = ManagerOptions {
             interval: Duration::from_millis(
                 broker.i64("remote.log.manager.task.interval.ms").max(10) as u64,
@@ -100,9 +109,7 @@ impl RemoteStorage {
         // socket work of remote reads onto the broker's request threads.
         let read_store = match bucket.url.starts_with("memory://") {
             true => bucket.store.clone(), // one in-memory store must stay one
-            false => strata_tiering::store_url::open(&bucket.url)
-                .map(|b| b.store)
-                .map_err(PrefetchError::Fetch)?,
+            false => strata_catalog::bucket::open(&bucket.url)?.store,
         };
         let prefetcher =
             Prefetcher::new(read_store, prefetch, dynamic.class_policy(&broker)).await?;

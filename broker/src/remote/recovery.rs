@@ -13,6 +13,7 @@ use strata_catalog::{PartitionCatalog, PartitionPath};
 use uuid::Uuid;
 
 use super::RemoteStorage;
+use crate::start_error::StartError;
 use crate::log_manager::{LogManager, RestoredPartition};
 
 /// Recreates every topic the bucket knows and the data dir does not.
@@ -20,7 +21,7 @@ use crate::log_manager::{LogManager, RestoredPartition};
 pub async fn restore_topics(
     remote: &RemoteStorage,
     logs: &Arc<LogManager>,
-) -> anyhow::Result<Vec<String>> {
+) -> Result<Vec<String>, StartError> {
     let store = remote.manager.store().clone();
     let prefix = remote.metadata.prefix().to_string();
     let mut restored = Vec::new();
@@ -28,15 +29,17 @@ pub async fn restore_topics(
         if logs.topic(&t.name).is_some() {
             continue;
         }
-        let id = Uuid::parse_str(&t.id).map_err(|e| {
-            anyhow::anyhow!("topic {} in the bucket has a bad id {}: {e}", t.name, t.id)
+        let id = Uuid::parse_str(&t.id).map_err(|source| StartError::BadTopicId {
+            topic: t.name.clone(),
+            id: t.id.clone(),
+            source,
         })?;
         if t.partitions == 0 || t.partitions as u64 > crate::fd_limit::partition_capacity() {
-            anyhow::bail!(
-                "topic {} in the bucket has {} partitions: corrupt metadata, or more than this broker can keep open (ulimit -n)",
-                t.name,
-                t.partitions
-            );
+            return Err(StartError::TooManyPartitions {
+                what: format!("topic {} in the bucket", t.name),
+                partitions: t.partitions,
+                limit: crate::fd_limit::soft().unwrap_or(0),
+            });
         }
         let mut partitions = Vec::with_capacity(t.partitions as usize);
         for p in 0..t.partitions as i32 {
@@ -66,8 +69,10 @@ pub async fn restore_topics(
         }
         let l = logs.clone();
         let (name, configs) = (t.name.clone(), t.configs.clone());
+        let topic = name.clone();
         tokio::task::spawn_blocking(move || l.restore_topic(&name, id, configs, partitions))
-            .await??;
+            .await?
+            .map_err(|source| StartError::Topic { topic, source })?;
         tracing::info!(topic = %t.name, partitions = t.partitions, "restored topic from the object store");
         restored.push(t.name);
     }

@@ -149,16 +149,13 @@ impl<'a> RemoteLogReader<'a> {
             .await;
         let finished = match ran {
             Ok(finished) => finished,
-            Err(e) => {
+            Err(_) => {
                 // The prefetch runtime is shutting down with the broker.
                 return RemoteFetchResult {
                     outcomes: req
                         .partitions
                         .iter()
-                        .map(|p| {
-                            let e = PrefetchError::Runtime(e.to_string());
-                            (p.slot, RemoteFetchOutcome::Failed(e))
-                        })
+                        .map(|p| (p.slot, RemoteFetchOutcome::Failed(PrefetchError::Stopped)))
                         .collect(),
                     history_bytes: 0,
                 };
@@ -178,8 +175,10 @@ impl<'a> RemoteLogReader<'a> {
                     RemoteFetchOutcome::Records(records)
                 }
                 Ok(RemoteRead::NotRemote) => RemoteFetchOutcome::NotRemote,
-                Err(PrefetchError::NotFound(key)) => RemoteFetchOutcome::SegmentRemoved(key),
-                Err(e) => RemoteFetchOutcome::Failed(e),
+                Err(e) => match e.not_found_key() {
+                    Some(key) => RemoteFetchOutcome::SegmentRemoved(key.to_string()),
+                    None => RemoteFetchOutcome::Failed(e),
+                },
             };
             if let Some(o) = outcomes.iter_mut().find(|(s, _)| *s == slot) {
                 o.1 = outcome;

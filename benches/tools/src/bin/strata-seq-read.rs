@@ -19,7 +19,7 @@ async fn main() -> anyhow::Result<()> {
         anyhow::bail!("usage: strata-seq-read OBJECT_STORE_URL CHUNK_BYTES [PARALLEL]");
     }
     let parallel: usize = args.get(3).map(|p| p.parse()).transpose()?.unwrap_or(1);
-    let bucket = strata_tiering::store_url::open(&args[1]).map_err(anyhow::Error::msg)?;
+    let bucket = strata_catalog::bucket::open(&args[1]).map_err(anyhow::Error::msg)?;
     let chunk: u64 = args[2].parse()?;
     let prefix = (!bucket.prefix.is_empty()).then(|| Path::from(bucket.prefix.as_str()));
     let mut objects: Vec<_> = bucket

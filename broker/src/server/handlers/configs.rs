@@ -199,7 +199,7 @@ async fn apply(
     let name = topic.clone();
     blocking(move || logs.set_topic_overrides(&name, overrides, validate_only))
         .await
-        .unwrap_or_else(|| Err(TopicError::Storage("internal task failed".into())))
+        .unwrap_or_else(|| Err(TopicError::Interrupted))
         .map_err(|e| (error_code(&e), e.to_string()))?;
     // A new hot window or retention applies at the tiering manager's next
     // round; run it now rather than at the next interval.

@@ -26,12 +26,14 @@ pub fn error_code(e: &TopicError) -> ResponseError {
         TopicError::InvalidReplicationFactor(_) => ResponseError::InvalidReplicationFactor,
         TopicError::InvalidConfig(_) => ResponseError::InvalidConfig,
         TopicError::DeletionDisabled => ResponseError::TopicDeletionDisabled,
-        TopicError::Storage(_) => ResponseError::KafkaStorageError,
+        TopicError::Io(_) | TopicError::Log(_) | TopicError::Encode(_) | TopicError::Interrupted => {
+            ResponseError::KafkaStorageError
+        }
     }
 }
 
 fn internal() -> TopicError {
-    TopicError::Storage("internal task failed".into())
+    TopicError::Interrupted
 }
 
 pub async fn create_topics(

@@ -1,5 +1,7 @@
-//! Turning `--object-store URL` into an object store, and checking at start-up
-//! that it is usable (one clear line instead of minutes of retries).
+//! The bucket: turning `--object-store URL` into an object store and the key
+//! prefix the cluster lives under, and checking at start-up that it is
+//! usable (one clear line instead of minutes of retries). The catalog, the
+//! tiering manager and the historical read path all open it here.
 //!
 //! `file://DIR` (the embedded default), `memory://` (tests), and
 //! `s3://BUCKET[/PREFIX]` with the standard AWS environment
@@ -22,6 +24,44 @@ use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
 use object_store::{BackoffConfig, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig};
+use thiserror::Error;
+
+/// Why a bucket URL cannot be opened or used. Each message is one line and
+/// names the URL.
+#[derive(Debug, Error)]
+pub enum BucketError {
+    #[error("object store {url}: expected file://DIR, memory://, s3://BUCKET[/PREFIX], gs://BUCKET[/PREFIX] or az://CONTAINER[/PREFIX]")]
+    UnknownScheme { url: String },
+    #[error("object store {url}: missing bucket or container name")]
+    MissingName { url: String },
+    #[error("object store {url}: cannot create {dir}: {source}")]
+    CreateDir {
+        url: String,
+        dir: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("object store {url}: {}", first_line(.source))]
+    Build {
+        url: String,
+        #[source]
+        source: Box<object_store::Error>,
+    },
+    /// The probe at start-up failed: wrong endpoint, missing bucket, bad
+    /// credentials. Retrying the same settings will not help.
+    #[error("object store {url} is not usable ({what} {key}): {}", first_line(.source))]
+    Unusable {
+        url: String,
+        what: &'static str,
+        key: String,
+        #[source]
+        source: Box<object_store::Error>,
+    },
+}
+
+fn first_line(e: &object_store::Error) -> String {
+    e.to_string().lines().next().unwrap_or("").to_string()
+}
 
 /// An object store and the key prefix everything of this cluster lives under.
 #[derive(Debug, Clone)]
@@ -45,17 +85,19 @@ fn retry() -> RetryConfig {
     }
 }
 
-pub fn open(url: &str) -> Result<Bucket, String> {
+pub fn open(url: &str) -> Result<Bucket, BucketError> {
     let bucket = |store: Arc<dyn ObjectStore>, prefix: &str| Bucket {
         store,
         prefix: prefix.trim_matches('/').to_string(),
         url: url.to_string(),
     };
     if let Some(dir) = url.strip_prefix("file://") {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("object store {url}: cannot create {dir}: {e}"))?;
-        let fs = LocalFileSystem::new_with_prefix(dir)
-            .map_err(|e| format!("object store {url}: {e}"))?;
+        std::fs::create_dir_all(dir).map_err(|source| BucketError::CreateDir {
+            url: url.to_string(),
+            dir: dir.to_string(),
+            source,
+        })?;
+        let fs = LocalFileSystem::new_with_prefix(dir).map_err(|source| build(url, source))?;
         return Ok(bucket(Arc::new(fs), ""));
     }
     if url == "memory://" || url.starts_with("memory://") {
@@ -78,7 +120,7 @@ pub fn open(url: &str) -> Result<Bucket, String> {
         } else if let Ok(region) = std::env::var("AWS_REGION") {
             b = b.with_region(region);
         }
-        let s3 = b.build().map_err(|e| format!("object store {url}: {e}"))?;
+        let s3 = b.build().map_err(|source| build(url, source))?;
         return Ok(bucket(Arc::new(s3), prefix));
     }
     if let Some(rest) = url.strip_prefix("gs://") {
@@ -87,7 +129,7 @@ pub fn open(url: &str) -> Result<Bucket, String> {
             .with_bucket_name(name)
             .with_retry(retry())
             .build()
-            .map_err(|e| format!("object store {url}: {e}"))?;
+            .map_err(|source| build(url, source))?;
         return Ok(bucket(Arc::new(gcs), prefix));
     }
     if let Some(rest) = url.strip_prefix("az://") {
@@ -96,39 +138,44 @@ pub fn open(url: &str) -> Result<Bucket, String> {
             .with_container_name(name)
             .with_retry(retry())
             .build()
-            .map_err(|e| format!("object store {url}: {e}"))?;
+            .map_err(|source| build(url, source))?;
         return Ok(bucket(Arc::new(az), prefix));
     }
-    Err(format!(
-        "object store {url}: expected file://DIR, memory://, s3://BUCKET[/PREFIX], gs://BUCKET[/PREFIX] or az://CONTAINER[/PREFIX]"
-    ))
+    Err(BucketError::UnknownScheme {
+        url: url.to_string(),
+    })
 }
 
-fn split_bucket<'a>(url: &str, rest: &'a str) -> Result<(&'a str, &'a str), String> {
+fn build(url: &str, source: object_store::Error) -> BucketError {
+    BucketError::Build {
+        url: url.to_string(),
+        source: Box::new(source),
+    }
+}
+
+fn split_bucket<'a>(url: &str, rest: &'a str) -> Result<(&'a str, &'a str), BucketError> {
     let (name, prefix) = rest.split_once('/').unwrap_or((rest, ""));
     if name.is_empty() {
-        return Err(format!(
-            "object store {url}: missing bucket or container name"
-        ));
+        return Err(BucketError::MissingName {
+            url: url.to_string(),
+        });
     }
     Ok((name, prefix))
 }
 
 /// Writes, reads and deletes a probe object; returns a one-line reason if
 /// the store is unusable (wrong endpoint, missing bucket, bad credentials).
-pub async fn check(bucket: &Bucket) -> Result<(), String> {
+pub async fn check(bucket: &Bucket) -> Result<(), BucketError> {
     let key = if bucket.prefix.is_empty() {
         ObjectPath::from("_strata/probe")
     } else {
         ObjectPath::from(format!("{}/_strata/probe", bucket.prefix))
     };
-    let fail = |what: &str, e: object_store::Error| {
-        let text = e.to_string();
-        let text = text.lines().next().unwrap_or("").to_string();
-        format!(
-            "object store {} is not usable ({what} {key}): {text}",
-            bucket.url
-        )
+    let fail = |what: &'static str, source: object_store::Error| BucketError::Unusable {
+        url: bucket.url.clone(),
+        what,
+        key: key.to_string(),
+        source: Box::new(source),
     };
     bucket
         .store
@@ -164,12 +211,11 @@ mod tests {
 
     #[test]
     fn bad_urls_say_why() {
-        assert!(open("ftp://x").unwrap_err().contains("expected file://"));
-        assert!(open("s3://").unwrap_err().contains("missing bucket"));
-        assert!(open("gs://").unwrap_err().contains("missing bucket"));
-        assert!(open("az://")
-            .unwrap_err()
-            .contains("missing bucket or container"));
+        let why = |url: &str| open(url).unwrap_err().to_string();
+        assert!(why("ftp://x").contains("expected file://"));
+        assert!(why("s3://").contains("missing bucket"));
+        assert!(why("gs://").contains("missing bucket"));
+        assert!(why("az://").contains("missing bucket or container"));
     }
 
     #[tokio::test]
@@ -178,7 +224,7 @@ mod tests {
         std::env::set_var("AZURE_STORAGE_USE_EMULATOR", "true");
         let b = open("az://container/prefix").unwrap();
         std::env::remove_var("AZURE_STORAGE_USE_EMULATOR");
-        let err = check(&b).await.unwrap_err();
+        let err = check(&b).await.unwrap_err().to_string();
         assert!(
             err.starts_with("object store az://container/prefix is not usable (writing"),
             "{err}"
@@ -194,7 +240,7 @@ mod tests {
         std::env::set_var("AWS_SECRET_ACCESS_KEY", "y");
         let b = open("s3://nope/prefix").unwrap();
         let started = std::time::Instant::now();
-        let err = check(&b).await.unwrap_err();
+        let err = check(&b).await.unwrap_err().to_string();
         assert!(
             err.starts_with("object store s3://nope/prefix is not usable (writing"),
             "{err}"
