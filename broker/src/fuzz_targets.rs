@@ -12,9 +12,9 @@ use crate::log::batch::{self, BatchScanner};
 use crate::log::checkpoint;
 use crate::log::index::{OffsetIndex, TimeIndex};
 use crate::log::producer_state::ProducerStateManager;
-use strata_format::records as record_scan;
 use crate::log::segment::first_record_in_batch;
 use crate::server::dispatch::Request;
+use strata_format::records as record_scan;
 
 /// A request frame (after its size): header, bounds, then the codec.
 pub fn request(data: &[u8]) {

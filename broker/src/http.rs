@@ -21,12 +21,12 @@ use strata_tiering::RemotePartition;
 
 use crate::log::PartitionLog;
 use crate::log_manager::LogManager;
-use crate::remote::RemoteStorage;
+use crate::remote::TieredStorage;
 
 #[derive(Debug, Clone)]
 pub struct HttpState {
     pub logs: Arc<LogManager>,
-    pub remote: Option<Arc<RemoteStorage>>,
+    pub remote: Option<Arc<TieredStorage>>,
 }
 
 /// Serves until `shutdown` flips to true.

@@ -32,9 +32,9 @@ const CLEAN_SHUTDOWN: &str = ".kafka_cleanshutdown";
 const RECOVERY_POINTS: &str = "recovery-point-offset-checkpoint";
 const LOG_START_OFFSETS: &str = "log-start-offset-checkpoint";
 const LOCK_FILE: &str = ".lock";
-pub use crate::topic_name::{validate_topic_name, InvalidTopicName, MAX_TOPIC_NAME_LEN};
 use crate::start_error::StartError;
 use crate::topic_name::TOPICS_DIR;
+pub use crate::topic_name::{validate_topic_name, InvalidTopicName, MAX_TOPIC_NAME_LEN};
 
 pub use crate::topic_error::TopicError;
 
@@ -139,7 +139,10 @@ impl LogManager {
             meta_properties::load_or_create(data_dir, broker.node_id()).map_err(io_err())?;
         let pool = crate::fd_limit::configure_pool(broker.i64("log.segment.open.files.max"))
             .map_err(StartError::FdLimit)?;
-        tracing::debug!(sealed_segment_files = pool, "sealed-segment file pool sized");
+        tracing::debug!(
+            sealed_segment_files = pool,
+            "sealed-segment file pool sized"
+        );
         let clean_marker = data_dir.join(CLEAN_SHUTDOWN);
         let clean = clean_marker.exists();
         let recovery_points = checkpoint::read(&data_dir.join(RECOVERY_POINTS)).unwrap_or_else(|e| {
@@ -479,8 +482,7 @@ impl LogManager {
             partitions: topic.partition_count() as u32,
             configs: topic.overrides(),
         };
-        let json =
-            serde_json::to_vec_pretty(&record).map_err(TopicError::Encode)?;
+        let json = serde_json::to_vec_pretty(&record).map_err(TopicError::Encode)?;
         write_atomically(&self.topic_file(&topic.name), &json)?;
         Ok(())
     }

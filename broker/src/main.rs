@@ -14,7 +14,7 @@ use strata_broker::config::BrokerConfig;
 use strata_broker::group::GroupCoordinator;
 use strata_broker::log_manager::LogManager;
 use strata_broker::remote::recovery::restore_topics;
-use strata_broker::remote::RemoteStorage;
+use strata_broker::remote::TieredStorage;
 use strata_broker::server::{self, Broker};
 
 #[derive(Debug, Parser)]
@@ -163,10 +163,9 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     parse_host_port(&args.http_listen, "--http-listen")?;
     match strata_broker::fd_limit::raise_to_hard() {
         Some(n) => {
-            let pool = strata_broker::fd_limit::configure_pool(
-                config.i64("log.segment.open.files.max"),
-            )
-            .map_err(|e| anyhow::anyhow!(e))?;
+            let pool =
+                strata_broker::fd_limit::configure_pool(config.i64("log.segment.open.files.max"))
+                    .map_err(|e| anyhow::anyhow!(e))?;
             tracing::info!(
                 open_files = n,
                 sealed_segment_files = pool,
@@ -241,7 +240,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
             std::process::id(),
             args.data_dir.display()
         );
-        let remote = RemoteStorage::new(&bucket, config.clone(), &dynamic, &args.data_dir, &owner)
+        let remote = TieredStorage::new(&bucket, config.clone(), &dynamic, &args.data_dir, &owner)
             .await
             .context("starting the historical read path")?;
         if fresh {

@@ -29,9 +29,7 @@ pub fn validate_topic_name(name: &str) -> Result<(), InvalidTopicName> {
         ));
     }
     if name == "." || name == ".." {
-        return Err(InvalidTopicName(format!(
-            "Topic name cannot be \"{name}\""
-        )));
+        return Err(InvalidTopicName(format!("Topic name cannot be \"{name}\"")));
     }
     if name.len() > MAX_TOPIC_NAME_LEN {
         return Err(InvalidTopicName(format!(

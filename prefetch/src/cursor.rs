@@ -7,10 +7,10 @@
 use bytes::{Bytes, BytesMut};
 use strata_catalog::RemoteSegment;
 
-use strata_format::batch::{BatchError, BatchHeader, HEADER_LEN};
 use crate::classes::PriorityClass;
 use crate::error::PrefetchError;
 use crate::stream_key::StreamKey;
+use strata_format::batch::{BatchError, BatchHeader, HEADER_LEN};
 
 /// Where a cursor gets a segment object's chunks: the prefetcher, with its
 /// cache, budgets and held read-ahead.
@@ -56,12 +56,7 @@ pub(crate) struct ChunkCursor<'a, S: ChunkSource> {
 }
 
 impl<'a, S: ChunkSource> ChunkCursor<'a, S> {
-    pub(crate) fn new(
-        p: &'a S,
-        seg: &'a RemoteSegment,
-        class: PriorityClass,
-        start: u64,
-    ) -> Self {
+    pub(crate) fn new(p: &'a S, seg: &'a RemoteSegment, class: PriorityClass, start: u64) -> Self {
         ChunkCursor {
             p,
             seg,

@@ -49,7 +49,9 @@ impl PrefetchError {
     /// broker do not.
     pub fn is_retriable(&self) -> bool {
         match self {
-            PrefetchError::ObjectStore(_) | PrefetchError::NotCached | PrefetchError::Cache(_) => true,
+            PrefetchError::ObjectStore(_) | PrefetchError::NotCached | PrefetchError::Cache(_) => {
+                true
+            }
             PrefetchError::Shared(e) => e.is_retriable(),
             PrefetchError::NotFound(_)
             | PrefetchError::CacheDir { .. }

@@ -29,7 +29,7 @@ use crate::cache_writeback::CacheWriteback;
 use crate::chunk_cache::{self, ChunkCache, ChunkKey};
 use crate::classes::{ClassPolicy, PriorityClass};
 use crate::config::PrefetchConfig;
-use crate::cursor::ChunkCursor;
+use crate::cursor::{ChunkCursor, ChunkSource};
 use crate::error::{PrefetchError, SharedError};
 use crate::index_cache::IndexCache;
 use crate::quota::FetchQuota;
@@ -128,9 +128,9 @@ impl Prefetcher {
             .spawn(async move { chunk_cache::build(mem, disk, rate, dir.as_deref()).await })
             .await??;
         let writeback = match (&cfg.disk_cache_dir, cfg.disk_writeback_interval) {
-            (Some(dir), Some(every)) if cfg.disk_cache_bytes > 0 => Some(
-                CacheWriteback::start(dir, every, nice).map_err(PrefetchError::Runtime)?,
-            ),
+            (Some(dir), Some(every)) if cfg.disk_cache_bytes > 0 => {
+                Some(CacheWriteback::start(dir, every, nice).map_err(PrefetchError::Runtime)?)
+            }
             _ => None,
         };
         let fetch_rate = cfg.fetch_max_bytes_per_sec;
@@ -350,10 +350,6 @@ impl Prefetcher {
             .await?
     }
 
-    pub(crate) fn chunk_bytes(&self) -> u64 {
-        self.cfg.chunk_bytes.max(4096) as u64
-    }
-
     async fn index_object(&self, key: &str) -> Result<Bytes, PrefetchError> {
         if let Some(b) = self.indexes.get(key) {
             return Ok(b);
@@ -362,9 +358,15 @@ impl Prefetcher {
         self.indexes.put(key, bytes.clone());
         Ok(bytes)
     }
+}
+
+impl ChunkSource for Prefetcher {
+    fn chunk_bytes(&self) -> u64 {
+        self.cfg.chunk_bytes.max(4096) as u64
+    }
 
     /// One chunk of a segment object, from the cache or one shared GET.
-    pub(crate) async fn chunk(
+    async fn chunk(
         &self,
         seg: &RemoteSegment,
         index: u64,
@@ -445,7 +447,7 @@ impl Prefetcher {
 
     /// A chunk from the stream's held read-ahead or the memory cache, or
     /// nothing; never waits.
-    pub(crate) fn chunk_cached(
+    fn chunk_cached(
         &self,
         seg: &RemoteSegment,
         index: u64,
@@ -462,30 +464,5 @@ impl Prefetcher {
             index,
         };
         Some(self.cache.memory().get(&key)?.value().clone())
-    }
-}
-
-impl crate::cursor::ChunkSource for Prefetcher {
-    fn chunk_bytes(&self) -> u64 {
-        Prefetcher::chunk_bytes(self)
-    }
-
-    async fn chunk(
-        &self,
-        seg: &RemoteSegment,
-        index: u64,
-        class: PriorityClass,
-        stream: Option<&StreamKey>,
-    ) -> Result<Bytes, PrefetchError> {
-        Prefetcher::chunk(self, seg, index, class, stream).await
-    }
-
-    fn chunk_cached(
-        &self,
-        seg: &RemoteSegment,
-        index: u64,
-        stream: Option<&StreamKey>,
-    ) -> Option<Bytes> {
-        Prefetcher::chunk_cached(self, seg, index, stream)
     }
 }

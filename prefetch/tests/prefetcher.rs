@@ -347,7 +347,10 @@ async fn a_failed_get_is_an_error_and_the_next_read_succeeds() {
         .await
         .unwrap_err();
     // The store's own error, kept as the source through the shared GET.
-    assert!(matches!(err.root(), PrefetchError::ObjectStore(_)), "{err:?}");
+    assert!(
+        matches!(err.root(), PrefetchError::ObjectStore(_)),
+        "{err:?}"
+    );
     assert!(err.is_retriable(), "{err}");
     counting.fail.store(0, Ordering::SeqCst);
     // Failures are not cached.

@@ -548,6 +548,17 @@ def versions_line(run: Run) -> str:
                      for k, vs in sorted(used_versions(run).items()))
 
 
+def run_client(missing: str | None, make_driver, broker, codecs, tag: str):
+    """A client module's run: `Missing(missing)` if the client is not
+    installed (every step then fails with how to install it), else the
+    scenario with `make_driver()`, its summary printed."""
+    if missing:
+        return Missing(missing)
+    run = run_scenario(make_driver(), broker, codecs, tag)
+    print(summary(run))
+    return run
+
+
 def summary(run: Run) -> str:
     return (f"{run.client} {run.version}: topic {run.topic}, {run.total()} records, codecs {','.join(run.codecs)}; "
             f"stage seconds {run.seconds}; failed stages {sorted(run.errors) or 'none'}; "

@@ -155,11 +155,9 @@ class Driver:
 
 @pytest.fixture(scope="module")
 def aiokafka_run(compat_broker):
-    if aiokafka is None:
-        return scenario.Missing(f"aiokafka is not installed ({IMPORT_ERROR}): {INSTALL}")
-    run = scenario.run_scenario(Driver(compat_broker.bootstrap), compat_broker, CODECS, "aiokafka")
-    print(scenario.summary(run))
-    return run
+    missing = aiokafka is None and f"aiokafka is not installed ({IMPORT_ERROR}): {INSTALL}"
+    return scenario.run_client(missing, lambda: Driver(compat_broker.bootstrap), compat_broker, CODECS,
+                               "aiokafka")
 
 
 @pytest.mark.parametrize("step", scenario.steps(xfail=XFAIL))

@@ -118,11 +118,9 @@ class Driver:
 
 @pytest.fixture(scope="module")
 def confluent_run(compat_broker):
-    if confluent_kafka is None:
-        return scenario.Missing(f"confluent-kafka is not installed ({IMPORT_ERROR}): {INSTALL}")
-    run = scenario.run_scenario(Driver(compat_broker.bootstrap), compat_broker, CODECS, "confluent")
-    print(scenario.summary(run))
-    return run
+    missing = confluent_kafka is None and f"confluent-kafka is not installed ({IMPORT_ERROR}): {INSTALL}"
+    return scenario.run_client(missing, lambda: Driver(compat_broker.bootstrap), compat_broker, CODECS,
+                               "confluent")
 
 
 @pytest.mark.parametrize("step", scenario.steps(xfail=XFAIL))

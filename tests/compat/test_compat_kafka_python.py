@@ -126,11 +126,8 @@ class Driver:
 
 @pytest.fixture(scope="module")
 def kafka_python_run(compat_broker):
-    if kafka is None:
-        return scenario.Missing(f"kafka-python is not installed ({IMPORT_ERROR}): {INSTALL}")
-    run = scenario.run_scenario(Driver(compat_broker.bootstrap), compat_broker, CODECS, "kp")
-    print(scenario.summary(run))
-    return run
+    missing = kafka is None and f"kafka-python is not installed ({IMPORT_ERROR}): {INSTALL}"
+    return scenario.run_client(missing, lambda: Driver(compat_broker.bootstrap), compat_broker, CODECS, "kp")
 
 
 @pytest.mark.parametrize("step", scenario.steps(xfail=XFAIL))

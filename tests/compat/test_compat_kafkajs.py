@@ -99,13 +99,8 @@ def _missing() -> str | None:
 
 @pytest.fixture(scope="module")
 def kafkajs_run(compat_broker):
-    why = _missing()
-    if why:
-        return scenario.Missing(why)
-    run = scenario.run_scenario(Driver(compat_broker.bootstrap, shutil.which("node")), compat_broker,
-                                CODECS, "kafkajs")
-    print(scenario.summary(run))
-    return run
+    return scenario.run_client(_missing(), lambda: Driver(compat_broker.bootstrap, shutil.which("node")),
+                               compat_broker, CODECS, "kafkajs")
 
 
 @pytest.mark.parametrize("step", scenario.steps(skip=SKIP, xfail=XFAIL))

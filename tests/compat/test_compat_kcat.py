@@ -138,9 +138,7 @@ def kcat_run(compat_broker):
     except ImportError as e:
         return scenario.Missing(f"confluent-kafka (kcat's admin helper) is not installed ({e}): "
                                 "`.venv/bin/pip install -r tests/requirements.txt`")
-    run = scenario.run_scenario(Driver(compat_broker.bootstrap, kcat), compat_broker, CODECS, "kcat")
-    print(scenario.summary(run))
-    return run
+    return scenario.run_client(None, lambda: Driver(compat_broker.bootstrap, kcat), compat_broker, CODECS, "kcat")
 
 
 @pytest.mark.parametrize("step", scenario.steps(skip=SKIP, xfail=XFAIL))

@@ -70,6 +70,19 @@ def test_corrupt_batch_in_sealed_segment_is_never_served(broker_factory):
     assert b.alive()
 
 
+def _restart_and_read_all_from_bucket(b, topic, values, damaged):
+    """Starts the stopped broker; a consumer reads every record byte for
+    byte, CRC-checked, and the log says the bucket's copy of `damaged`
+    (a local segment file) was served."""
+    mark = b.log_size()
+    b.start()
+    res = kutil.consume(b.bootstrap, topic, [0], expected=N, timeout=60, **{"check.crcs": True})
+    assert not res.errors, [e.str() for e in res.errors]
+    assert [m.value for m in res.messages] == values
+    log = b.log_text(start=mark)
+    assert "serving the bucket's copy" in log and damaged.name in log, log[-2000:]
+
+
 def test_corrupt_local_copy_of_a_tiered_segment_is_served_from_the_bucket(broker_factory):
     b, bucket = tu.file_broker(broker_factory, {"num.partitions": 1})
     adm = kutil.admin(b.bootstrap)
@@ -82,13 +95,7 @@ def test_corrupt_local_copy_of_a_tiered_segment_is_served_from_the_bucket(broker
     first = b.partition_dir(topic, 0) / f"{min(segs):020d}.log"
     assert b.stop() == 0
     bad = _flip_payload_byte(first)
-    mark = b.log_size()
-    b.start()
-    res = kutil.consume(b.bootstrap, topic, [0], expected=N, timeout=60, **{"check.crcs": True})
-    assert not res.errors, [e.str() for e in res.errors]
-    assert [m.value for m in res.messages] == values
-    log = b.log_text(start=mark)
-    assert "serving the bucket's copy" in log and first.name in log, log[-2000:]
+    _restart_and_read_all_from_bucket(b, topic, values, first)
     assert bad > 0
 
 
@@ -139,13 +146,7 @@ def test_sealed_segment_cut_short_is_read_from_the_bucket(broker_factory):
     second = b.partition_dir(topic, 0) / f"{segs[1]:020d}.log"
     b.kill9()
     _cut_middle(second)
-    mark = b.log_size()
-    b.start()
-    res = kutil.consume(b.bootstrap, topic, [0], expected=N, timeout=60, **{"check.crcs": True})
-    assert not res.errors, [e.str() for e in res.errors]
-    assert [m.value for m in res.messages] == values
-    log = b.log_text(start=mark)
-    assert "serving the bucket's copy" in log and second.name in log, log[-2000:]
+    _restart_and_read_all_from_bucket(b, topic, values, second)
 
 
 def test_truncated_indexes_and_garbage_checkpoint_are_rebuilt(broker_factory):

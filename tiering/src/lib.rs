@@ -11,7 +11,7 @@
 //!
 //! It must never delete a local segment the catalog has not recorded, and it
 //! uses `catalog` only; the partition log is reached through
-//! [`manager::TieredLog`].
+//! [`manager::LocalLog`].
 
 pub mod error;
 pub mod manager;
@@ -19,6 +19,6 @@ pub mod policy;
 pub mod upload;
 
 pub use error::TieringError;
-pub use manager::{ManagerOptions, PartitionStats, RemoteLogManager, RemotePartition, TieredLog};
+pub use manager::{LocalLog, ManagerOptions, PartitionStats, RemoteLogManager, RemotePartition};
 pub use policy::{LocalSegmentInfo, TieringPolicy};
 pub use upload::{upload_segment, SealedSegment, UploadOptions};

@@ -4,7 +4,7 @@
 //! partitions), deletes local segments that are both recorded and outside
 //! the hot window, and applies total retention to the remote part.
 //!
-//! The partition log is reached only through [`TieredLog`], so this module
+//! The partition log is reached only through [`LocalLog`], so this module
 //! never sees the broker's types. It must never delete a local segment the
 //! catalog has not recorded, and stops writing a partition for good once
 //! another broker has fenced it.
@@ -24,7 +24,7 @@ use crate::policy::{LocalSegmentInfo, TieringPolicy};
 use crate::upload::{upload_segment, UploadOptions};
 
 /// What the tiering manager needs from a partition log.
-pub trait TieredLog: Send + Sync + 'static {
+pub trait LocalLog: Send + Sync + 'static {
     fn topic(&self) -> &str;
     fn partition(&self) -> i32;
     fn policy(&self) -> TieringPolicy;
@@ -183,7 +183,7 @@ impl RemoteLogManager {
     pub async fn add_partition(
         self: &Arc<Self>,
         topic_id: &str,
-        log: Arc<dyn TieredLog>,
+        log: Arc<dyn LocalLog>,
     ) -> Arc<RemotePartition> {
         let key = (log.topic().to_string(), log.partition());
         if let Some(p) = self.partition(&key.0, topic_id, key.1) {
@@ -233,7 +233,7 @@ impl RemoteLogManager {
 
 struct PartitionTask {
     mgr: Arc<RemoteLogManager>,
-    log: Arc<dyn TieredLog>,
+    log: Arc<dyn LocalLog>,
     rp: Arc<RemotePartition>,
     path: PartitionPath,
     /// The writer handle, once claimed.

@@ -33,7 +33,7 @@ use object_store::{
 };
 use strata_catalog::{PartitionCatalog, PartitionPath};
 use strata_tiering::{
-    LocalSegmentInfo, ManagerOptions, RemoteLogManager, TieredLog, TieringPolicy, UploadOptions,
+    LocalLog, LocalSegmentInfo, ManagerOptions, RemoteLogManager, TieringPolicy, UploadOptions,
 };
 
 use common::*;
@@ -242,7 +242,7 @@ struct ProcessLog {
     deleted_below: std::sync::Mutex<Vec<i64>>,
 }
 
-impl TieredLog for ProcessLog {
+impl LocalLog for ProcessLog {
     fn topic(&self) -> &str {
         self.log.topic()
     }

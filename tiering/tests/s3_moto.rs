@@ -12,8 +12,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use object_store::ObjectStore;
-use strata_catalog::{CatalogError, PartitionCatalog, PartitionPath};
 use strata_catalog::bucket;
+use strata_catalog::{CatalogError, PartitionCatalog, PartitionPath};
 use strata_tiering::{upload_segment, SealedSegment, UploadOptions};
 
 struct Moto {

@@ -119,50 +119,51 @@ impl GroupCoordinator {
         let mut groups: HashMap<String, Group> = HashMap::new();
         let now = Instant::now();
         let started = Instant::now();
-        let records = store.replay(|key, value| {
-            let group = key.group().to_string();
-            match (key, value) {
-                (
-                    RecordKey::Offset {
-                        topic, partition, ..
-                    },
-                    Some(v),
-                ) => {
-                    if let Ok(v) = OffsetValue::decode(v) {
-                        groups
-                            .entry(group.clone())
-                            .or_insert_with(|| Group::new(&group))
-                            .offsets
-                            .insert((topic, partition), v);
+        let records = store
+            .replay(|key, value| {
+                let group = key.group().to_string();
+                match (key, value) {
+                    (
+                        RecordKey::Offset {
+                            topic, partition, ..
+                        },
+                        Some(v),
+                    ) => {
+                        if let Ok(v) = OffsetValue::decode(v) {
+                            groups
+                                .entry(group.clone())
+                                .or_insert_with(|| Group::new(&group))
+                                .offsets
+                                .insert((topic, partition), v);
+                        }
+                    }
+                    (
+                        RecordKey::Offset {
+                            topic, partition, ..
+                        },
+                        None,
+                    ) => {
+                        if let Some(g) = groups.get_mut(&group) {
+                            g.offsets.remove(&(topic, partition));
+                        }
+                    }
+                    (RecordKey::Group { .. }, Some(v)) => {
+                        if let Ok(v) = GroupValue::decode(v) {
+                            let g = groups
+                                .entry(group.clone())
+                                .or_insert_with(|| Group::new(&group));
+                            restore_group(g, v, now);
+                        }
+                    }
+                    (RecordKey::Group { .. }, None) => {
+                        groups.remove(&group);
                     }
                 }
-                (
-                    RecordKey::Offset {
-                        topic, partition, ..
-                    },
-                    None,
-                ) => {
-                    if let Some(g) = groups.get_mut(&group) {
-                        g.offsets.remove(&(topic, partition));
-                    }
-                }
-                (RecordKey::Group { .. }, Some(v)) => {
-                    if let Ok(v) = GroupValue::decode(v) {
-                        let g = groups
-                            .entry(group.clone())
-                            .or_insert_with(|| Group::new(&group));
-                        restore_group(g, v, now);
-                    }
-                }
-                (RecordKey::Group { .. }, None) => {
-                    groups.remove(&group);
-                }
-            }
-        })
-        .map_err(|source| crate::start_error::StartError::Replay {
-            topic: super::OFFSETS_TOPIC.to_string(),
-            source,
-        })?;
+            })
+            .map_err(|source| crate::start_error::StartError::Replay {
+                topic: super::OFFSETS_TOPIC.to_string(),
+                source,
+            })?;
         groups.retain(|_, g| !g.members.is_empty() || !g.offsets.is_empty() || g.generation > 0);
         tracing::info!(
             groups = groups.len(),

@@ -9,8 +9,8 @@ pub mod index;
 pub mod partition_log;
 pub mod producer_state;
 pub mod retention;
+pub mod sealed;
 pub mod segment;
-pub mod tiered;
 pub mod timestamps;
 
 pub use partition_log::{AppendInfo, LogError, PartitionLog, ReadResult, SharedConfig};

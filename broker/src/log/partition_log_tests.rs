@@ -187,7 +187,12 @@ fn a_sealed_segment_cut_short_keeps_its_successors_and_fails_reads_in_the_cut() 
     // Damage, not a torn write: the first of several segments loses its
     // second half.
     let len = fs::metadata(&first).unwrap().len();
-    fs::OpenOptions::new().write(true).open(&first).unwrap().set_len(len / 2).unwrap();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&first)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
     let log = PartitionLog::open(dir.path(), "t", 0, cfg, Some(0), None, false).unwrap();
     assert_eq!(log.log_end_offset(), hw, "later segments are kept");
     assert_eq!(first_end, second);
@@ -322,7 +327,14 @@ fn a_reader_holding_a_segment_finishes_after_tiering_deletes_it() {
     assert!(sealed.len() >= 2, "small segments rolled: {sealed:?}");
     assert!(sealed.iter().all(|s| s.last_offset < log.high_watermark()));
     // A fetch took its handle on the first segment...
-    let slice = log.lock().segments.values().next().unwrap().slice().unwrap();
+    let slice = log
+        .lock()
+        .segments
+        .values()
+        .next()
+        .unwrap()
+        .slice()
+        .unwrap();
     let before = slice.read(0, 1 << 20).unwrap();
     // ...then the hot window deleted it (it is in the bucket).
     let first_end = sealed[0].last_offset + 1;

@@ -15,8 +15,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::batch::BatchHeader;
-use crate::durable_file::write_atomically;
 use super::segment::LogSegment;
+use crate::durable_file::write_atomically;
 
 /// Batches remembered per producer (Kafka's `max.in.flight` limit for
 /// idempotence is 5).

@@ -14,7 +14,7 @@ use strata_prefetch::governor::HistoryRate;
 use strata_prefetch::quota::UNLIMITED;
 use tokio::time::MissedTickBehavior;
 
-use super::RemoteStorage;
+use super::TieredStorage;
 use crate::config::dynamic::DynamicConfigs;
 use crate::log_manager::LogManager;
 
@@ -22,8 +22,8 @@ use crate::log_manager::LogManager;
 /// path is answered within a tenth of a second.
 pub const TICK: Duration = Duration::from_millis(100);
 
-impl RemoteStorage {
-    /// Starts the ticking; it stops once this `RemoteStorage` is dropped.
+impl TieredStorage {
+    /// Starts the ticking; it stops once this `TieredStorage` is dropped.
     pub fn start_adaptive_rate(
         self: &Arc<Self>,
         logs: Arc<LogManager>,

@@ -8,19 +8,19 @@
 //! [`PartitionLog`](crate::log::PartitionLog)'s tiering methods.
 
 pub mod adaptive_rate;
+pub mod local_log_view;
 pub mod reads;
 pub mod recovery;
 pub mod remote_log_reader;
 pub mod sync;
-pub mod tiered_log;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use strata_catalog::bucket::Bucket;
 use strata_catalog::MetadataStore;
 use strata_prefetch::governor::Governor;
 use strata_prefetch::{PrefetchConfig, PrefetchError, Prefetcher};
-use strata_catalog::bucket::Bucket;
 use strata_tiering::{ManagerOptions, RemoteLogManager, RemotePartition, UploadOptions};
 
 use crate::config::dynamic::DynamicConfigs;
@@ -32,7 +32,7 @@ pub use crate::topic_name::is_internal;
 
 /// Why tiered storage could not start.
 #[derive(Debug, thiserror::Error)]
-pub enum RemoteStorageError {
+pub enum TieredStorageError {
     #[error(transparent)]
     Bucket(#[from] strata_catalog::BucketError),
     #[error("historical read path: {0}")]
@@ -42,7 +42,7 @@ pub enum RemoteStorageError {
 /// The broker's tiered storage: tiering manager, remote reader, and the
 /// bucket's metadata.
 #[derive(Debug)]
-pub struct RemoteStorage {
+pub struct TieredStorage {
     pub manager: Arc<RemoteLogManager>,
     /// The historical read path (reads below the local log start).
     pub prefetcher: Arc<Prefetcher>,
@@ -54,14 +54,14 @@ pub struct RemoteStorage {
     pub(crate) metadata_lock: tokio::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
-impl RemoteStorage {
+impl TieredStorage {
     pub async fn new(
         bucket: &Bucket,
         broker: Arc<BrokerConfig>,
         dynamic: &DynamicConfigs,
         data_dir: &std::path::Path,
         owner: &str,
-    ) -> Result<Arc<Self>, RemoteStorageError> {
+    ) -> Result<Arc<Self>, TieredStorageError> {
         let opts = ManagerOptions {
             interval: Duration::from_millis(
                 broker.i64("remote.log.manager.task.interval.ms").max(10) as u64,
@@ -72,7 +72,8 @@ impl RemoteStorage {
             upload: UploadOptions {
                 multipart_threshold: broker
                     .i64("remote.log.upload.multipart.threshold.bytes")
-                    .clamp(5 << 20, i64::from(u32::MAX)) as usize,
+                    .clamp(5 << 20, i64::from(u32::MAX))
+                    as usize,
                 part_size: broker
                     .i64("remote.log.upload.part.bytes")
                     .clamp(5 << 20, i64::from(u32::MAX)) as usize,
@@ -113,7 +114,7 @@ impl RemoteStorage {
         };
         let prefetcher =
             Prefetcher::new(read_store, prefetch, dynamic.class_policy(&broker)).await?;
-        Ok(Arc::new(RemoteStorage {
+        Ok(Arc::new(TieredStorage {
             manager: RemoteLogManager::new(bucket.store.clone(), &bucket.prefix, owner, opts),
             prefetcher,
             metadata: MetadataStore::new(bucket.store.clone(), &bucket.prefix),

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use strata_prefetch::{PrefetchError, PriorityClass, ReadRequest, StreamKey};
 use strata_tiering::RemotePartition;
 
-use super::RemoteStorage;
+use super::TieredStorage;
 use crate::log::segment::first_record_in_batch;
 
 /// What the bucket holds for a fetch offset.
@@ -28,7 +28,7 @@ pub struct Reader {
     pub class: PriorityClass,
 }
 
-impl RemoteStorage {
+impl TieredStorage {
     pub async fn read(
         &self,
         rp: &RemotePartition,

@@ -12,14 +12,14 @@ use object_store::ObjectStoreExt;
 use strata_catalog::{PartitionCatalog, PartitionPath};
 use uuid::Uuid;
 
-use super::RemoteStorage;
-use crate::start_error::StartError;
+use super::TieredStorage;
 use crate::log_manager::{LogManager, RestoredPartition};
+use crate::start_error::StartError;
 
 /// Recreates every topic the bucket knows and the data dir does not.
 /// Returns the names restored.
 pub async fn restore_topics(
-    remote: &RemoteStorage,
+    remote: &TieredStorage,
     logs: &Arc<LogManager>,
 ) -> Result<Vec<String>, StartError> {
     let store = remote.manager.store().clone();

@@ -22,7 +22,7 @@ use strata_tiering::RemotePartition;
 use tokio::time::Instant;
 
 use super::reads::{Reader, RemoteRead};
-use super::RemoteStorage;
+use super::TieredStorage;
 use crate::group::GroupCoordinator;
 
 /// Remote reads wait for data at least this long, even when the fetch's
@@ -79,12 +79,12 @@ pub struct RemoteFetchResult {
 }
 
 pub struct RemoteLogReader<'a> {
-    remote: &'a Arc<RemoteStorage>,
+    remote: &'a Arc<TieredStorage>,
     groups: &'a GroupCoordinator,
 }
 
 impl<'a> RemoteLogReader<'a> {
-    pub fn new(remote: &'a Arc<RemoteStorage>, groups: &'a GroupCoordinator) -> Self {
+    pub fn new(remote: &'a Arc<TieredStorage>, groups: &'a GroupCoordinator) -> Self {
         Self { remote, groups }
     }
 
@@ -114,7 +114,14 @@ impl<'a> RemoteLogReader<'a> {
                 name: group.unwrap_or_else(|| format!("client:{}", req.client_id)),
             };
             let min_one = req.nothing_local && n == 0;
-            reads.push((p.slot, p.remote.clone(), reader, p.fetch_offset, limit, min_one));
+            reads.push((
+                p.slot,
+                p.remote.clone(),
+                reader,
+                p.fetch_offset,
+                limit,
+                min_one,
+            ));
         }
         let started = Instant::now();
         let wait_until = req.deadline.max(started + MIN_REMOTE_WAIT);

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use strata_catalog::TopicMetadata;
-use strata_tiering::TieredLog;
+use strata_tiering::LocalLog;
 
-use super::tiered_log::TieredPartition;
-use super::{is_internal, RemoteStorage};
+use super::local_log_view::LocalLogView;
+use super::{is_internal, TieredStorage};
 use crate::log_manager::{LogManager, Topic};
 
 /// How often the registry is compared with the bucket.
@@ -28,7 +28,7 @@ fn metadata_of(t: &Topic) -> TopicMetadata {
     }
 }
 
-impl RemoteStorage {
+impl TieredStorage {
     /// One pass: registers unregistered partitions and writes changed topic
     /// metadata. Returns the number of metadata writes that failed.
     pub async fn sync_once(&self, logs: &LogManager) -> usize {
@@ -39,7 +39,7 @@ impl RemoteStorage {
             }
             for log in topic.partitions() {
                 if self.partition(&topic, log.partition()).is_none() && !log.is_closed() {
-                    let tiered: Arc<dyn TieredLog> = Arc::new(TieredPartition {
+                    let tiered: Arc<dyn LocalLog> = Arc::new(LocalLogView {
                         log: log.clone(),
                         broker: self.broker.clone(),
                     });

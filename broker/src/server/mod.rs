@@ -21,7 +21,7 @@ use crate::config::BrokerConfig;
 use crate::group::GroupCoordinator;
 use crate::log_manager::LogManager;
 use crate::producer_ids::ProducerIdManager;
-use crate::remote::RemoteStorage;
+use crate::remote::TieredStorage;
 
 /// What every request handler can see.
 #[derive(Debug)]
@@ -37,7 +37,7 @@ pub struct Broker {
     /// Broker settings changed at run time.
     pub dynamic: Arc<DynamicConfigs>,
     /// Tiered storage (None when `remote.log.storage.system.enable` is off).
-    pub remote: Option<Arc<RemoteStorage>>,
+    pub remote: Option<Arc<TieredStorage>>,
 }
 
 impl Broker {

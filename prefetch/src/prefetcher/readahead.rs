@@ -13,6 +13,7 @@ use bytes::Bytes;
 use strata_catalog::RemoteSegment;
 
 use super::{Prefetcher, ReadRequest, StreamKey};
+use crate::cursor::ChunkSource;
 use crate::stats::PrefetchStats;
 
 #[derive(Debug)]

@@ -20,7 +20,7 @@ use object_store::{
 };
 use strata_catalog::{PartitionCatalog, PartitionPath};
 use strata_tiering::{
-    LocalSegmentInfo, ManagerOptions, RemoteLogManager, SealedSegment, TieredLog, TieringPolicy,
+    LocalLog, LocalSegmentInfo, ManagerOptions, RemoteLogManager, SealedSegment, TieringPolicy,
     UploadOptions,
 };
 
@@ -154,7 +154,7 @@ pub fn now() -> i64 {
         .as_millis() as i64
 }
 
-impl TieredLog for FakeLog {
+impl LocalLog for FakeLog {
     fn topic(&self) -> &str {
         "t"
     }

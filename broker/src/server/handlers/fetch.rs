@@ -234,19 +234,21 @@ async fn read_all(
                 }
             },
             // The bucket's copy, where the segment was tiered already.
-            Err(e @ (LogError::CorruptStored { .. } | LogError::LostLocally { .. })) => match tiered_copy(b, t) {
-                Some(rp) => {
-                    tracing::error!(topic = %log.topic(), partition = t.partition, error = %e,
+            Err(e @ (LogError::CorruptStored { .. } | LogError::LostLocally { .. })) => {
+                match tiered_copy(b, t) {
+                    Some(rp) => {
+                        tracing::error!(topic = %log.topic(), partition = t.partition, error = %e,
                         "serving the bucket's copy of a corrupt local batch");
-                    remote_pending.push((i, rp));
-                }
-                None => {
-                    tracing::error!(topic = %log.topic(), partition = t.partition, error = %e,
+                        remote_pending.push((i, rp));
+                    }
+                    None => {
+                        tracing::error!(topic = %log.topic(), partition = t.partition, error = %e,
                         "fetch read failed: corrupt batch, no copy in the bucket");
-                    storage_error(&mut pd, log);
-                    any_error = true;
+                        storage_error(&mut pd, log);
+                        any_error = true;
+                    }
                 }
-            },
+            }
             Err(e) => {
                 tracing::error!(topic = %log.topic(), partition = t.partition, error = %e, "fetch read failed");
                 storage_error(&mut pd, log);

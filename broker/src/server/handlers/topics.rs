@@ -26,9 +26,10 @@ pub fn error_code(e: &TopicError) -> ResponseError {
         TopicError::InvalidReplicationFactor(_) => ResponseError::InvalidReplicationFactor,
         TopicError::InvalidConfig(_) => ResponseError::InvalidConfig,
         TopicError::DeletionDisabled => ResponseError::TopicDeletionDisabled,
-        TopicError::Io(_) | TopicError::Log(_) | TopicError::Encode(_) | TopicError::Interrupted => {
-            ResponseError::KafkaStorageError
-        }
+        TopicError::Io(_)
+        | TopicError::Log(_)
+        | TopicError::Encode(_)
+        | TopicError::Interrupted => ResponseError::KafkaStorageError,
     }
 }
 
@@ -61,8 +62,7 @@ pub async fn create_topics(
                 format!("Create topics request contains topic {name} more than once"),
             ))
         } else {
-            let configs =
-                super::values_set(t.configs.iter().map(|c| (&c.name, c.value.as_ref())));
+            let configs = super::values_set(t.configs.iter().map(|c| (&c.name, c.value.as_ref())));
             let (partitions, rf) = match check_assignments(&t, b.node_id) {
                 Ok(p) => p,
                 Err(m) => {

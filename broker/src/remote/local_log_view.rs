@@ -1,20 +1,20 @@
-//! [`TieredLog`] for the broker's [`PartitionLog`]: the tiering manager's
+//! [`LocalLog`] for the broker's [`PartitionLog`]: the tiering manager's
 //! window onto one partition, with the topic's live configuration turned
 //! into a [`TieringPolicy`].
 
 use std::sync::Arc;
 
-use strata_tiering::{LocalSegmentInfo, SealedSegment, TieredLog, TieringPolicy};
+use strata_tiering::{LocalLog, LocalSegmentInfo, SealedSegment, TieringPolicy};
 
 use crate::config::BrokerConfig;
 use crate::log::{LogError, PartitionLog};
 
-pub struct TieredPartition {
+pub struct LocalLogView {
     pub log: Arc<PartitionLog>,
     pub broker: Arc<BrokerConfig>,
 }
 
-impl TieredLog for TieredPartition {
+impl LocalLog for LocalLogView {
     fn topic(&self) -> &str {
         self.log.topic()
     }
