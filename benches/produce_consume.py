@@ -50,12 +50,22 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 from strata_broker import Broker, BrokerError, check_binary  # noqa: E402
+# The helpers both load generators share live in bench.py.
+from bench import Sampler, env_int, pct  # noqa: E402
+from bench import machine_info as _machine_info  # noqa: E402
+
+
+def machine_info(work: Path) -> dict:
+    info = _machine_info(work)
+    try:
+        import confluent_kafka
+        info["confluent_kafka"] = confluent_kafka.version()[0]
+        info["librdkafka"] = confluent_kafka.libversion()[0]
+    except ImportError:
+        pass
+    return info
 
 MiB = 1024 * 1024
-
-
-def env_int(name, default):
-    return int(os.environ.get(name, default))
 
 
 CFG = {
@@ -71,13 +81,6 @@ CFG = {
     "probe_rate": env_int("BENCH_PROBE_RATE", 2000),
     "phase_timeout": env_int("BENCH_PHASE_TIMEOUT", 90),
 }
-
-
-def pct(sorted_vals, q):
-    if not sorted_vals:
-        return None
-    i = min(len(sorted_vals) - 1, max(0, int(round(q / 100 * (len(sorted_vals) - 1)))))
-    return sorted_vals[i]
 
 
 # ---------------------------------------------------------------------------
@@ -224,34 +227,6 @@ def consumer_proc(idx, bootstrap, topic, assignment, start_evt, deadline_s, out_
     out_q.put({"idx": idx, "t0": t0, "t1": t1, "records": n, "client_cpu_s": ct.user + ct.system - c0.user - c0.system, "want": want, "bytes": nbytes, "errors": errors})
 
 
-class Sampler:
-    """Samples the broker's RSS and CPU time while a phase runs."""
-
-    def __init__(self, broker: Broker, interval=0.25):
-        self.b = broker
-        self.interval = interval
-        self.max_rss = 0
-        self.stop_evt = threading.Event()
-        self.t = threading.Thread(target=self.run, daemon=True)
-
-    def run(self):
-        while not self.stop_evt.is_set():
-            r = self.b.rss_kib()
-            if r:
-                self.max_rss = max(self.max_rss, r)
-            self.stop_evt.wait(self.interval)
-
-    def __enter__(self):
-        self.cpu0 = self.b.cpu_seconds()
-        self.t.start()
-        return self
-
-    def __exit__(self, *a):
-        self.stop_evt.set()
-        self.t.join()
-        self.cpu = (self.b.cpu_seconds() or 0) - (self.cpu0 or 0)
-
-
 def run_producers(ctx, bootstrap, topic, n_procs, total_records, conf_extra, timeout):
     q = ctx.Queue()
     start = ctx.Event()
@@ -319,32 +294,6 @@ def run_consumers(ctx, bootstrap, topic, n_procs, hw, timeout):
         "MBps": nbytes / (t1 - t0) / 1e6,
         "records_per_s": sum(r["records"] for r in results) / (t1 - t0),
     }
-
-
-def machine_info(work: Path) -> dict:
-    info = {"cpus": os.cpu_count(), "kernel": platform.release(), "python": platform.python_version()}
-    try:
-        with open("/proc/meminfo") as f:
-            info["mem_total_kib"] = int(f.readline().split()[1])
-    except OSError:
-        pass
-    try:
-        out = subprocess.run(["df", "-PT", str(work)], capture_output=True, text=True).stdout.splitlines()[-1].split()
-        info["filesystem"] = {"device": out[0], "type": out[1], "mount": out[-1]}
-    except Exception:
-        pass
-    try:
-        import confluent_kafka
-        info["confluent_kafka"] = confluent_kafka.version()[0]
-        info["librdkafka"] = confluent_kafka.libversion()[0]
-    except Exception:
-        pass
-    try:
-        info["git_rev"] = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                                         capture_output=True, text=True).stdout.strip() or None
-    except Exception:
-        pass
-    return info
 
 
 def main():
