@@ -17,7 +17,7 @@ pub fn reserved(limit: u64) -> u64 {
 /// The sealed-segment pool's size for a limit when the config leaves
 /// `log.segment.open.files.max` at 0.
 pub fn default_pool(limit: u64) -> u64 {
-    (crate::log::file_pool::DEFAULT_CAPACITY as u64).min(limit / 4)
+    (crate::log::file_pool::DEFAULT_CAPACITY as u64).min(limit / 8)
 }
 
 /// Sizes the process's sealed-segment pool from `log.segment.open.files.max`
@@ -96,7 +96,7 @@ mod tests {
     #[test]
     fn small_limits_still_leave_room_for_partitions() {
         assert_eq!(reserved(1024), 256);
-        assert_eq!(default_pool(1024), 256);
+        assert_eq!(default_pool(1024), 128);
         assert_eq!(reserved(1 << 20), RESERVED_FDS);
         assert_eq!(default_pool(1 << 20), 4096);
     }

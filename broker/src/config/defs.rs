@@ -280,7 +280,7 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         ConfigType::Int,
         "0",
         Validator::IntAtLeast(0),
-        "File handles of sealed segments kept open at once (least recently read ones are closed and reopened on demand); 0: the smaller of 4096 and a quarter of the open-file limit. Active segments keep one each besides.",
+        "File handles of sealed segments kept open at once (least recently read ones are closed and reopened on demand); 0: the smaller of 4096 and an eighth of the open-file limit. Active segments keep one each besides.",
     ),
     broker(
         "log.retention.check.interval.ms",
