@@ -23,6 +23,7 @@ use uuid::Uuid;
 use crate::config::{self, BrokerConfig, TopicConfig};
 use crate::durable_file::{fsync_dir, write_atomically};
 use crate::log::checkpoint::{self, Offsets};
+use crate::log::group_commit::CommitLatencySink;
 use crate::log::partition_log::partition_dir_name;
 use crate::log::{LogError, PartitionLog, SharedConfig};
 use crate::meta_properties;
@@ -264,7 +265,8 @@ impl LogManager {
 
     fn spawn_flusher(&self, log: Arc<PartitionLog>) {
         let user_topic = !crate::topic_name::is_internal(log.topic());
-        tokio::spawn(log.run_flusher(user_topic.then(|| self.commit_latency.clone())));
+        let sink = user_topic.then(|| self.commit_latency.clone() as Arc<dyn CommitLatencySink>);
+        tokio::spawn(log.run_flusher(sink));
     }
 
     /// Whether `dir` holds no broker data yet (no `meta.properties`).
@@ -673,5 +675,13 @@ impl LogManager {
         write_atomically(&self.data_dir.join(CLEAN_SHUTDOWN), b"")?;
         tracing::info!("logs flushed; clean shutdown marker written");
         Ok(())
+    }
+}
+
+/// The broker's commit-latency histogram is the history rate governor's
+/// (`strata_prefetch::latency`); the log reports into it through the sink.
+impl CommitLatencySink for LatencyHistogram {
+    fn record(&self, latency: std::time::Duration) {
+        LatencyHistogram::record(self, latency);
     }
 }

@@ -12,9 +12,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use strata_prefetch::latency::LatencyHistogram;
-
 use super::partition_log::PartitionLog;
+
+/// Where flush rounds report their commit latency (the log manager hands
+/// in the broker's histogram, which `/metrics` and the adaptive history
+/// rate read). The log knows only this trait, not who reads it.
+pub trait CommitLatencySink: Send + Sync {
+    fn record(&self, latency: Duration);
+}
 
 impl PartitionLog {
     /// Waits until the high watermark reaches `offset` (exclusive end) or
@@ -60,7 +65,7 @@ impl PartitionLog {
 
     /// Runs flush rounds whenever appends ask for one, until closed, and
     /// records each round's commit latency in `commit_latency`, if given.
-    pub async fn run_flusher(self: Arc<Self>, commit_latency: Option<Arc<LatencyHistogram>>) {
+    pub async fn run_flusher(self: Arc<Self>, commit_latency: Option<Arc<dyn CommitLatencySink>>) {
         loop {
             self.flush_requested.notified().await;
             if self.closed.load(Ordering::Acquire) {

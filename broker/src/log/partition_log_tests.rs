@@ -215,7 +215,8 @@ async fn acks_all_waits_for_flusher_group_commit() {
     let dir = tempfile::tempdir().unwrap();
     let log = PartitionLog::create(dir.path(), "t", 0, config(&[])).unwrap();
     let commit_latency = Arc::new(strata_prefetch::latency::LatencyHistogram::new());
-    tokio::spawn(log.clone().run_flusher(Some(commit_latency.clone())));
+    let sink: Arc<dyn crate::log::group_commit::CommitLatencySink> = commit_latency.clone();
+    tokio::spawn(log.clone().run_flusher(Some(sink)));
     let infos = append_n(&log, 50, 0);
     let end = infos.last().unwrap().last_offset + 1;
     assert!(log.wait_durable(end, Duration::from_secs(10)).await);
