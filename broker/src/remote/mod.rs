@@ -126,6 +126,12 @@ impl TieredStorage {
         }))
     }
 
+    /// The runtime of the historical read path: a response carrying history
+    /// is encoded and written there too, off the request workers.
+    pub fn history_runtime(&self) -> &tokio::runtime::Handle {
+        self.prefetcher.runtime()
+    }
+
     /// The tiered view of a partition of this topic incarnation.
     pub fn partition(&self, topic: &Topic, partition: i32) -> Option<Arc<RemotePartition>> {
         self.manager

@@ -1,6 +1,6 @@
-//! Reads below the local log start, served from the object store: Fetch
-//! and the timestamp lookups of ListOffsets, so consumers see one
-//! continuous log across the local/remote boundary.
+//! One partition's reads below the local log start, from the object store:
+//! a fetch's batches and the timestamp lookups of ListOffsets. Only
+//! [`super::remote_log_reader`], the history read's entry point, calls them.
 
 use bytes::Bytes;
 use strata_prefetch::{PrefetchError, PriorityClass, ReadRequest, StreamKey};
@@ -29,7 +29,7 @@ pub struct Reader {
 }
 
 impl TieredStorage {
-    pub async fn read(
+    pub(super) async fn read(
         &self,
         rp: &RemotePartition,
         reader: &Reader,
@@ -61,7 +61,7 @@ impl TieredStorage {
 
     /// The first record at or after `timestamp` if it lies in a remote
     /// segment below `local_start`: (offset, timestamp).
-    pub async fn offset_for_timestamp(
+    pub(super) async fn offset_for_timestamp(
         &self,
         rp: &RemotePartition,
         timestamp: i64,
@@ -87,7 +87,7 @@ impl TieredStorage {
 
     /// The record with the largest timestamp among remote segments below
     /// `local_start`, if it is larger than `than`.
-    pub async fn max_timestamp_offset(
+    pub(super) async fn max_timestamp_offset(
         &self,
         rp: &RemotePartition,
         local_start: i64,

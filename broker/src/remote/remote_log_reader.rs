@@ -1,5 +1,6 @@
-//! `RemoteLogReader`: the one entry point of the historical read path for
-//! a Fetch (Kafka's `RemoteLogReader` under `RemoteLogManager`).
+//! `RemoteLogReader`: the one entry point of the historical read path
+//! (Kafka's `RemoteLogReader` under `RemoteLogManager`): a Fetch's remote
+//! partitions, and ListOffsets' timestamp lookups below the local log start.
 //!
 //! The Fetch handler reads local partitions itself and hands this reader
 //! the partitions whose offsets lie in the bucket. The reader applies the
@@ -195,6 +196,32 @@ impl<'a> RemoteLogReader<'a> {
             outcomes,
             history_bytes,
         }
+    }
+
+    /// The first record at or after `timestamp` in a remote segment below
+    /// `local_start`: (offset, timestamp) (ListOffsets by timestamp).
+    pub async fn offset_for_timestamp(
+        &self,
+        rp: &RemotePartition,
+        timestamp: i64,
+        local_start: i64,
+    ) -> Result<Option<(i64, i64)>, PrefetchError> {
+        self.remote
+            .offset_for_timestamp(rp, timestamp, local_start)
+            .await
+    }
+
+    /// The record with the largest timestamp among remote segments below
+    /// `local_start`, if larger than `than` (ListOffsets -3).
+    pub async fn max_timestamp_offset(
+        &self,
+        rp: &RemotePartition,
+        local_start: i64,
+        than: i64,
+    ) -> Result<Option<(i64, i64)>, PrefetchError> {
+        self.remote
+            .max_timestamp_offset(rp, local_start, than)
+            .await
     }
 
     /// The operator's quota: a fetch that finds it used up waits for it

@@ -230,7 +230,7 @@ pub async fn prepare(mut req: Request, broker: &Arc<Broker>) -> Prepared {
                 let fetched = handlers::fetch::handle_for(r, version, &b, &client).await;
                 let history = match &b.remote {
                     Some(remote) if fetched.history_bytes > 0 => {
-                        Some(remote.prefetcher.runtime().clone())
+                        Some(remote.history_runtime().clone())
                     }
                     _ => None,
                 };

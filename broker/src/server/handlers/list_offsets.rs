@@ -10,11 +10,17 @@ use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 
 use crate::log::LogError;
-
-fn remote_error(e: strata_prefetch::PrefetchError) -> LogError {
-    LogError::Io(std::io::Error::other(format!("remote read: {e}")))
-}
+use crate::remote::remote_log_reader::RemoteLogReader;
 use crate::server::Broker;
+
+/// Why a lookup failed, local or remote (both answer KAFKA_STORAGE_ERROR).
+#[derive(Debug, thiserror::Error)]
+enum LookupError {
+    #[error(transparent)]
+    Local(#[from] LogError),
+    #[error("remote read: {0}")]
+    Remote(#[from] strata_prefetch::PrefetchError),
+}
 
 pub const LATEST: i64 = -1;
 pub const EARLIEST: i64 = -2;
@@ -39,12 +45,12 @@ pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOf
                 }
                 Some(log) => {
                     let rp = match (&b.remote, &topic) {
-                        (Some(r), Some(t)) if log.remote_log_start_offset().is_some() => {
-                            r.partition(t, p.partition_index).map(|rp| (r, rp))
-                        }
+                        (Some(r), Some(t)) if log.remote_log_start_offset().is_some() => r
+                            .partition(t, p.partition_index)
+                            .map(|rp| (RemoteLogReader::new(r, &b.groups), rp)),
                         _ => None,
                     };
-                    let found: Result<Option<(i64, i64)>, LogError> = match p.timestamp {
+                    let found: Result<Option<(i64, i64)>, LookupError> = match p.timestamp {
                         LATEST => Ok(Some((log.high_watermark(), -1))),
                         EARLIEST => Ok(Some((log.log_start_offset(), -1))),
                         MAX_TIMESTAMP => match log.max_timestamp_offset() {
@@ -57,22 +63,22 @@ pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOf
                                     )
                                     .await
                                     .map(|remote| remote.or(local))
-                                    .map_err(remote_error),
+                                    .map_err(LookupError::from),
                                 None => Ok(local),
                             },
-                            Err(e) => Err(e),
+                            Err(e) => Err(e.into()),
                         },
                         ts if ts >= 0 => {
                             let remote = match &rp {
                                 Some((r, rp)) => r
                                     .offset_for_timestamp(rp, ts, log.local_log_start_offset())
                                     .await
-                                    .map_err(remote_error),
+                                    .map_err(LookupError::from),
                                 None => Ok(None),
                             };
                             match remote {
                                 Ok(Some(found)) => Ok(Some(found)),
-                                Ok(None) => log.offset_for_timestamp(ts),
+                                Ok(None) => log.offset_for_timestamp(ts).map_err(LookupError::from),
                                 Err(e) => Err(e),
                             }
                         }
