@@ -4,8 +4,10 @@
 # real broker binary with real Kafka clients (librdkafka via confluent-kafka,
 # and kafka-python), then the client compatibility suite (tests/compat: the
 # same scenario with confluent-kafka, kafka-python, aiokafka, kafkajs and
-# kcat). Creates .venv with the Python packages on first run, and installs
-# kafkajs (npm) and kcat (Debian) when missing.
+# kcat, and librdkafka's own test suite, CI tier). Creates .venv with the
+# Python packages on first run, and installs kafkajs (npm) and kcat (Debian)
+# when missing; librdkafka's test runner is built from Debian's source
+# package on first run (tests/compat/librdkafka/build.sh, about 2 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -2,6 +2,7 @@
 //! partition log and the topic registry. It depends on `catalog`, `format`,
 //! `tiering` and `prefetch`; nothing depends on it.
 
+pub mod clock;
 pub mod config;
 pub mod decode_bounds;
 pub mod durable_file;

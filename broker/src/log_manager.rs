@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use strata_prefetch::latency::LatencyHistogram;
 use uuid::Uuid;
 
+use crate::clock::now_ms;
 use crate::config::{self, BrokerConfig, TopicConfig};
 use crate::durable_file::{fsync_dir, write_atomically};
 use crate::log::checkpoint::{self, Offsets};
@@ -112,13 +113,6 @@ pub struct LogManager {
     /// topics stay out: their appends are offset commits, which readers of
     /// history make too.
     commit_latency: Arc<LatencyHistogram>,
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 impl LogManager {

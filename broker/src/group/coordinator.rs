@@ -20,8 +20,16 @@ use tokio::sync::oneshot;
 use super::group::{Group, GroupState, JoinResult, Member, SyncResult};
 use super::records::{GroupValue, MemberRecord, OffsetValue, RecordKey};
 use super::store::OffsetsLog;
+use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::log_manager::LogManager;
+
+/// Longest sleep of the timer task between passes: a deadline created
+/// after a pass (a new member, a new rebalance) is acted on at most this late.
+const MAX_TIMER_SLEEP: Duration = Duration::from_millis(100);
+/// Shortest sleep between passes, so a deadline that is already due cannot
+/// make the timer task spin.
+const MIN_TIMER_SLEEP: Duration = Duration::from_millis(1);
 
 /// Coordinator settings, under Kafka's broker setting names.
 #[derive(Debug, Clone)]
@@ -83,13 +91,6 @@ pub struct GroupCoordinator {
     pub(super) store: OffsetsLog,
     pub(super) logs: Arc<LogManager>,
     pub(super) cfg: CoordinatorConfig,
-}
-
-pub(super) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 pub(super) fn code(e: ResponseError) -> i16 {
@@ -391,9 +392,14 @@ impl GroupCoordinator {
 
     /// Drives timeouts: member sessions, KIP-394 pending members, the join
     /// and sync phases, the initial rebalance delay.
-    pub fn tick(&self) {
+    /// Runs every timer that is due: expired sessions, pending members that
+    /// never joined, rebalance phases past their deadline, delayed joins.
+    /// Returns the earliest deadline still pending, when the next pass is due.
+    pub fn tick(&self) -> Option<Instant> {
         let now = Instant::now();
         let mut groups = self.lock();
+        let mut next: Option<Instant> = None;
+        let mut wake_at = |t: Instant| next = Some(next.map_or(t, |n| n.min(t)));
         for group in groups.values_mut() {
             group.pending_members.retain(|_, since| {
                 now.duration_since(*since)
@@ -403,10 +409,7 @@ impl GroupCoordinator {
                 .members
                 .values()
                 .filter(|m| m.awaiting_join.is_none())
-                .filter(|m| {
-                    now.duration_since(m.last_heartbeat)
-                        > Duration::from_millis(m.session_timeout_ms.max(0) as u64)
-                })
+                .filter(|m| now >= m.session_deadline())
                 .map(|m| m.member_id.clone())
                 .collect();
             for id in &expired {
@@ -432,7 +435,23 @@ impl GroupCoordinator {
                 self.prepare_rebalance(group, now);
             }
             self.maybe_complete_join(group, now);
+            for m in group.members.values().filter(|m| m.awaiting_join.is_none()) {
+                wake_at(m.session_deadline());
+            }
+            let pending_limit =
+                Duration::from_millis(self.cfg.max_session_timeout_ms.max(0) as u64);
+            for since in group.pending_members.values() {
+                wake_at(*since + pending_limit);
+            }
+            if matches!(
+                group.state,
+                GroupState::PreparingRebalance | GroupState::CompletingRebalance
+            ) {
+                group.phase_deadline.into_iter().for_each(&mut wake_at);
+                group.join_not_before.into_iter().for_each(&mut wake_at);
+            }
         }
+        next
     }
 
     // ------------------------------------------------------ describe, list
@@ -510,11 +529,17 @@ impl GroupCoordinator {
     pub fn start_background(self: &Arc<Self>, retention_check: Duration) {
         let me = self.clone();
         tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_millis(100));
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            // Sleep until the earliest deadline the last pass saw (a session
+            // expiry, a rebalance timeout, the initial join delay), so a
+            // member expires at its deadline as in Kafka; never longer than
+            // MAX_TIMER_SLEEP, which bounds how late a deadline created after
+            // the pass (a new member, a new rebalance) is noticed.
             loop {
-                tick.tick().await;
-                me.tick();
+                let next = me.tick();
+                let now = Instant::now();
+                let cap = now + MAX_TIMER_SLEEP;
+                let wake = next.map_or(cap, |d| d.min(cap)).max(now + MIN_TIMER_SLEEP);
+                tokio::time::sleep_until(wake.into()).await;
             }
         });
         let me = self.clone();

@@ -222,6 +222,31 @@ async fn session_expiry_removes_member_and_empties_group() {
 }
 
 #[tokio::test]
+async fn tick_reports_the_session_deadline_and_expires_at_it() {
+    let (_d, _l, c, _) = setup(&["group.min.session.timeout.ms=0"]);
+    let mut r = join_req("", None);
+    r.session_timeout_ms = 300;
+    r.require_known_member_id = false;
+    let a = c.join(r).await;
+    c.sync("g", &a.member_id, None, 1, None, None, vec![]).await;
+    let synced = Instant::now();
+    let next = c.tick().expect("a live member has a session deadline");
+    // The deadline is the member's last heartbeat (its join/sync) plus its
+    // session timeout: not later than 300 ms from now, not before the sync.
+    assert!(next <= synced + Duration::from_millis(300), "{next:?}");
+    assert!(next + Duration::from_millis(300) >= synced, "{next:?}");
+    // Just before the deadline the member is alive; at it, it is gone.
+    if let Some(early) = next.checked_sub(Duration::from_millis(50)) {
+        tokio::time::sleep_until(early.into()).await;
+        c.tick();
+        assert_eq!(c.describe("g").state, "Stable");
+    }
+    tokio::time::sleep_until(next.into()).await;
+    assert_eq!(c.tick(), None, "an empty group has no deadline left");
+    assert_eq!(c.describe("g").state, "Empty");
+}
+
+#[tokio::test]
 async fn offsets_and_membership_survive_reopen() {
     let (d, logs, c, cfg) = setup(&[]);
     let a = join_new(&c).await;

@@ -87,6 +87,12 @@ pub struct Member {
 }
 
 impl Member {
+    /// When the member's session expires unless it heartbeats first.
+    pub fn session_deadline(&self) -> Instant {
+        self.last_heartbeat
+            + std::time::Duration::from_millis(self.session_timeout_ms.max(0) as u64)
+    }
+
     pub fn metadata_for(&self, protocol: &str) -> Bytes {
         self.protocols
             .iter()

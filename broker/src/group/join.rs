@@ -9,10 +9,9 @@ use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use tokio::sync::oneshot;
 
-use super::coordinator::{
-    code, current_join_result, now_ms, sync_error, GroupCoordinator, JoinRequest,
-};
+use super::coordinator::{code, current_join_result, sync_error, GroupCoordinator, JoinRequest};
 use super::group::{Group, GroupState, JoinResult, Member};
+use crate::clock::now_ms;
 
 enum Join {
     Now(JoinResult),

@@ -7,10 +7,11 @@ use std::time::Instant;
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 
-use super::coordinator::{check_member, code, group_value, now_ms, GroupCoordinator};
+use super::coordinator::{check_member, code, group_value, GroupCoordinator};
 use super::group::{Group, GroupState};
 use super::records::{OffsetValue, RecordKey};
 use super::store::PendingWrite;
+use crate::clock::now_ms;
 
 /// One partition's committed offset, as OffsetFetch returns it.
 #[derive(Debug, Clone)]

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
 use super::records::{partition_for, RecordKey};
+use crate::clock::now_ms;
 use crate::log::batch::{self, BatchScanner};
 use crate::log::{LogError, PartitionLog};
 use crate::log_manager::{LogManager, TopicError};
@@ -34,13 +35,6 @@ impl PendingWrite {
     pub async fn durable(self, timeout: Duration) -> bool {
         self.log.wait_durable(self.end_offset, timeout).await
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 impl OffsetsLog {
