@@ -28,6 +28,7 @@ Environment (defaults in brackets):
   STRATA_BIN [target/release/strata]     BENCH_DIR [<repo>/bench-results/work]
   BENCH_PRODUCE_BYTES [1073741824]       BENCH_RECORD_SIZE [1024]
   BENCH_PARTITIONS [6]  BENCH_LINGER_MS [5]  BENCH_ACKS [all]
+  BENCH_COMPRESSION [none] (producer codec: none, gzip, snappy, lz4, zstd)
   BENCH_RAW_BYTES [1073741824]
   BENCH_LAT_RATE [2000]  BENCH_LAT_SECONDS [10]  BENCH_LOADED_LAT_BYTES [536870912]
   BENCH_PHASE_TIMEOUT [120] (seconds, caps each client run)
@@ -81,6 +82,8 @@ CFG = {
     "partitions": env_int("BENCH_PARTITIONS", 6),
     "linger_ms": env_int("BENCH_LINGER_MS", 5),
     "acks": os.environ.get("BENCH_ACKS", "all"),
+    # Producer codec (librdkafka compression.codec): none, gzip, snappy, lz4, zstd.
+    "compression": os.environ.get("BENCH_COMPRESSION", "none"),
     "raw_bytes": env_int("BENCH_RAW_BYTES", 1 << 30),
     "lat_rate": env_int("BENCH_LAT_RATE", 2000),
     "lat_seconds": env_int("BENCH_LAT_SECONDS", 10),
@@ -292,7 +295,8 @@ def run_tool(tool, args, name, work: Path) -> dict:
 
 def produce(tool, bootstrap, topic, n, work, name, extra=()) -> dict:
     args = ["-P", "-t", topic, "-b", bootstrap, "-s", str(CFG["record_size"]), "-c", str(n),
-            "-X", f"acks={CFG['acks']}", "-X", f"linger.ms={CFG['linger_ms']}", "-q", *extra]
+            "-X", f"acks={CFG['acks']}", "-X", f"linger.ms={CFG['linger_ms']}",
+            "-X", f"compression.codec={CFG['compression']}", "-q", *extra]
     r = run_tool(tool, args, name, work)
     m = PROD_RE.search(r["stdout"])
     if m:

@@ -18,17 +18,10 @@ import pytest
 import scenario
 
 CODECS = scenario.ALL_CODECS   # Debian's librdkafka is built with all five
-# Known missing broker feature, not a bug (FINDINGS.md): Strata advertises
-# Produce 3-9 only. librdkafka before 2.11.1 (Debian 12's kcat links 2.0.2)
-# enables gzip, snappy and lz4
-# only when the broker's Produce range includes v0 (its feature checks match
-# single versions; fixed in librdkafka 2.11.1, and Apache Kafka 4.0, which
-# dropped Produce v0-v2 too, sees the same), so it logs "Broker does not
-# support compression type gzip: not compressing batch" at debug level and
-# sends those batches uncompressed. No client option avoids it. Only the
-# stored-codec check is expected to fail: the round trip is still checked.
-_NO_PRODUCE_V0 = ("known missing broker feature: Produce v0-v2 (ApiVersions advertises Produce 3-9); "
-                  "librdkafka < 2.11.1 then sends {} uncompressed (FINDINGS.md)")
+# librdkafka before 2.11.1 (Debian 12's kcat links 2.0.2) enables gzip, snappy
+# and lz4 only when the broker's Produce range includes v0 (FINDINGS.md).
+# Strata advertises Produce 0-9 (issue 15), so every codec's stored-codec
+# check must pass with Debian's kcat too: no step is expected to fail.
 
 
 def _kcat_librdkafka() -> tuple[int, ...] | None:
@@ -45,9 +38,6 @@ _LIBRDKAFKA = _kcat_librdkafka()
 SKIP = {"describe_group_live": "kcat has no admin commands and its group member runs in its own process; "
                                "test_compat_confluent_kafka.py describes a live librdkafka member"}
 XFAIL: dict = {}
-if _LIBRDKAFKA is not None and _LIBRDKAFKA < (2, 11, 1):
-    XFAIL.update({f"produce_{c}": (_NO_PRODUCE_V0.format(c), scenario.WrongStoredCodec)
-                  for c in ("gzip", "snappy", "lz4")})
 INSTALL = "install it with `apt-get install -y kcat` (scripts/test.sh does)"
 
 

@@ -118,14 +118,17 @@ def encode_batch(
     producer_epoch: int = -1,
     base_sequence: int = -1,
     crc_override: int | None = None,
+    max_timestamp: int | None = None,
 ) -> bytes:
     """Encode an uncompressed v2 record batch.
 
     crc_override: store this CRC instead of the correct one (corrupt batch).
+    max_timestamp: the header's max timestamp instead of the records' largest
+    (-1, as some older producers leave it, or a lie); the CRC covers it.
     """
     assert records, "a batch needs at least one record"
     first_ts = records[0].timestamp
-    max_ts = max(r.timestamp for r in records)
+    max_ts = max(r.timestamp for r in records) if max_timestamp is None else max_timestamp
     recs = b"".join(
         encode_record(i, r.timestamp - first_ts, r) for i, r in enumerate(records)
     )
@@ -345,12 +348,22 @@ class ProducePartitionResult:
     log_append_time: int
 
 
-def parse_produce_v3_response(body: bytes) -> dict[tuple[str, int], ProducePartitionResult]:
+@dataclass
+class ProduceV8PartitionResult:
+    partition: int
+    error_code: int
+    base_offset: int
+    log_append_time: int
+    log_start_offset: int
+    record_errors: list[tuple[int, str | None]]
+    error_message: str | None
+
+
+def _parse_produce_response(body: bytes, part, version: int) -> dict:
+    """topics [name, partitions [part(...)]], throttle_time_ms: the layout
+    of ProduceResponse v1-v8; `part` reads one partition's fields."""
     r = Reader(body)
     out = {}
-
-    def part(rr: Reader):
-        return ProducePartitionResult(rr.i32(), rr.i16(), rr.i64(), rr.i64())
 
     def topic(rr: Reader):
         name = rr.string()
@@ -359,8 +372,24 @@ def parse_produce_v3_response(body: bytes) -> dict[tuple[str, int], ProduceParti
 
     r.array(topic)
     r.i32()  # throttle_time_ms
-    assert r.done(), "trailing bytes in ProduceResponse v3"
+    assert r.done(), f"trailing bytes in ProduceResponse v{version}"
     return out
+
+
+def parse_produce_v8_response(body: bytes) -> dict[tuple[str, int], ProduceV8PartitionResult]:
+    """ProduceResponse v8 (non-flexible): v3's fields, log_start_offset,
+    record_errors [(batch_index, message)] and error_message."""
+    def part(rr: Reader):
+        index, code, base, lat, lso = rr.i32(), rr.i16(), rr.i64(), rr.i64(), rr.i64()
+        errors = rr.array(lambda e: (e.i32(), e.string()))
+        return ProduceV8PartitionResult(index, code, base, lat, lso, errors, rr.string())
+
+    return _parse_produce_response(body, part, 8)
+
+
+def parse_produce_v3_response(body: bytes) -> dict[tuple[str, int], ProducePartitionResult]:
+    return _parse_produce_response(
+        body, lambda rr: ProducePartitionResult(rr.i32(), rr.i16(), rr.i64(), rr.i64()), 3)
 
 
 def fetch_v4_body(max_wait_ms: int, min_bytes: int, max_bytes: int,
@@ -506,9 +535,12 @@ class KafkaConn:
     def send_raw(self, data: bytes):
         self.sock.sendall(data)
 
-    def send_request(self, api_key: int, api_version: int, body: bytes) -> int:
+    def send_request(self, api_key: int, api_version: int, body: bytes, flexible: bool = False) -> int:
+        """Sends a request with header v1, or v2 (empty tagged fields) when
+        `flexible`; returns its correlation id."""
         self.corr += 1
-        payload = request_header_v1(api_key, api_version, self.corr, self.client_id) + body
+        header = request_header_v1(api_key, api_version, self.corr, self.client_id)
+        payload = header + (b"\x00" if flexible else b"") + body
         self.sock.sendall(struct.pack(">i", len(payload)) + payload)
         return self.corr
 
@@ -529,8 +561,8 @@ class KafkaConn:
         assert corr == expect_corr, f"correlation id {corr} != expected {expect_corr}"
         return payload[4:]
 
-    def request(self, api_key: int, api_version: int, body: bytes) -> bytes:
-        return self.recv_response(self.send_request(api_key, api_version, body))
+    def request(self, api_key: int, api_version: int, body: bytes, flexible: bool = False) -> bytes:
+        return self.recv_response(self.send_request(api_key, api_version, body, flexible))
 
     # convenience wrappers ------------------------------------------------
     def api_versions(self, version: int = 0) -> tuple[int, dict[int, tuple[int, int]]]:
@@ -541,6 +573,13 @@ class KafkaConn:
         body = produce_v3_body(acks, timeout_ms, {topic: {partition: records}})
         res = parse_produce_v3_response(self.request(API_PRODUCE, 3, body))
         return res[(topic, partition)]
+
+    def produce_v8(self, topic: str, partition: int, records: bytes, acks: int = -1,
+                   timeout_ms: int = 30000) -> ProduceV8PartitionResult:
+        """Produce v8 (same request body as v3) and its partition's result,
+        with record_errors and error_message."""
+        body = produce_v3_body(acks, timeout_ms, {topic: {partition: records}})
+        return parse_produce_v8_response(self.request(API_PRODUCE, 8, body))[(topic, partition)]
 
     def metadata_v4(self, topics: list[str] | None, allow_auto_topic_creation: bool):
         return parse_metadata_v4_response(

@@ -229,7 +229,73 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
         broker_synonym: Some("log.local.retention.bytes"),
         doc: "Hot window by size: local bytes kept per partition before uploaded segments are deleted locally (-2: as retention.bytes; -1: no limit). Must not exceed retention.bytes.",
     },
+    ConfigDef {
+        name: "message.timestamp.before.max.ms",
+        kind: ConfigType::Long,
+        default: LONG_MAX,
+        validator: Validator::LongAtLeast(0),
+        broker_synonym: Some("log.message.timestamp.before.max.ms"),
+        doc: "With CreateTime, how far in the past a record's timestamp may be, relative to the broker's clock, before the batch is refused (INVALID_TIMESTAMP).",
+    },
+    ConfigDef {
+        name: "message.timestamp.after.max.ms",
+        kind: ConfigType::Long,
+        default: LONG_MAX,
+        validator: Validator::LongAtLeast(0),
+        broker_synonym: Some("log.message.timestamp.after.max.ms"),
+        doc: "With CreateTime, how far in the future a record's timestamp may be, relative to the broker's clock, before the batch is refused (INVALID_TIMESTAMP).",
+    },
+    ConfigDef {
+        name: "message.timestamp.difference.max.ms",
+        kind: ConfigType::Long,
+        default: LONG_MAX,
+        validator: Validator::LongAtLeast(0),
+        broker_synonym: Some("log.message.timestamp.difference.max.ms"),
+        doc: "[DEPRECATED, as in Kafka 3.9] Bound on a record timestamp's distance from the broker's clock in both directions, used for message.timestamp.before.max.ms and message.timestamp.after.max.ms where those are left at their default.",
+    },
+    ConfigDef {
+        name: "message.format.version",
+        kind: ConfigType::String,
+        default: "3.0-IV1",
+        validator: Validator::Custom(check_message_format_version),
+        broker_synonym: Some("log.message.format.version"),
+        doc: "[DEPRECATED, ignored, as in Kafka 3.9 from inter-broker protocol 3.0] Batches are always stored as record batch v2.",
+    },
+    ConfigDef {
+        name: "message.downconversion.enable",
+        kind: ConfigType::Boolean,
+        default: "false",
+        validator: Validator::OneOf(&["false"]),
+        broker_synonym: Some("log.message.downconversion.enable"),
+        doc: "[DEPRECATED, as in Kafka 3.9] Whether Fetch v0-v3 may get stored batches down-converted to message sets v0/v1. Strata never down-converts (Kafka 3.9's behaviour with false: those fetches get UNSUPPORTED_VERSION), so only false is accepted.",
+    },
 ];
+
+const LONG_MAX: &str = "9223372036854775807";
+
+/// Kafka's MetadataVersion strings that `message.format.version` accepts
+/// (`0.8.0` … `3.9`, with or without an `-IVn` suffix).
+fn check_message_format_version(v: &str) -> Result<(), String> {
+    let (base, iv) = match v.split_once("-IV") {
+        Some((b, n)) => (b, Some(n)),
+        None => (v, None),
+    };
+    let digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    let suffix_ok = iv.is_none_or(digits);
+    let parts: Vec<&str> = base.split('.').collect();
+    let numeric = parts.iter().all(|p| digits(p));
+    let known = match parts.as_slice() {
+        ["0", minor, ..] => matches!(*minor, "8" | "9" | "10" | "11"),
+        ["1", minor, ..] | ["2", minor, ..] => minor.parse::<u32>().is_ok_and(|m| m <= 8),
+        ["3", minor, ..] => minor.parse::<u32>().is_ok_and(|m| m <= 9),
+        _ => false,
+    };
+    if numeric && known && suffix_ok && parts.len() <= 4 {
+        Ok(())
+    } else {
+        Err(format!("Version `{v}` is not a valid version"))
+    }
+}
 
 /// Broker-level settings (`--set`, the TOML file, DescribeConfigs on the broker).
 pub const BROKER_CONFIGS: &[ConfigDef] = &[
@@ -393,6 +459,11 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     synonym("log.roll.ms", 10),
     synonym("log.local.retention.ms", 12),
     synonym("log.local.retention.bytes", 13),
+    synonym("log.message.timestamp.before.max.ms", 14),
+    synonym("log.message.timestamp.after.max.ms", 15),
+    synonym("log.message.timestamp.difference.max.ms", 16),
+    synonym("log.message.format.version", 17),
+    synonym("log.message.downconversion.enable", 18),
     broker(
         "remote.log.storage.system.enable",
         ConfigType::Boolean,
@@ -651,6 +722,13 @@ mod tests {
         let p = topic_def("cleanup.policy").unwrap();
         assert!(p.validate("delete").is_ok());
         assert!(p.validate("compact").is_err());
+        let f = topic_def("message.format.version").unwrap();
+        for ok in ["0.10.2", "0.10.2-IV0", "2.8", "3.0-IV1", "3.9", "1.1"] {
+            assert!(f.validate(ok).is_ok(), "{ok}");
+        }
+        for bad in ["4.0", "banana", "3.0-", "3.x", "", "0.7"] {
+            assert!(f.validate(bad).is_err(), "{bad}");
+        }
         let t = topic_def("message.timestamp.type").unwrap();
         assert!(t.validate("LogAppendTime").is_ok());
         assert!(t.validate("Whenever").is_err());

@@ -203,6 +203,13 @@ pub struct TopicConfig {
     pub local_retention_ms: i64,
     /// `local.retention.bytes` as set (-2: same as `retention_bytes`).
     pub local_retention_bytes: i64,
+    /// `message.timestamp.before.max.ms`, or the deprecated
+    /// `message.timestamp.difference.max.ms` where it is left at its default.
+    pub message_timestamp_before_max_ms: i64,
+    /// `message.timestamp.after.max.ms`, likewise.
+    pub message_timestamp_after_max_ms: i64,
+    /// `cleanup.policy` includes `compact` (records need keys).
+    pub compacted: bool,
 }
 
 impl TopicConfig {
@@ -228,6 +235,19 @@ impl TopicConfig {
             remote_storage_enable: get("remote.storage.enable").eq_ignore_ascii_case("true"),
             local_retention_ms: num("local.retention.ms"),
             local_retention_bytes: num("local.retention.bytes"),
+            // Kafka 3.9's transition rule: the deprecated difference bound
+            // applies to whichever side is left at Long.MAX_VALUE.
+            message_timestamp_before_max_ms: match num("message.timestamp.before.max.ms") {
+                i64::MAX => num("message.timestamp.difference.max.ms"),
+                n => n,
+            },
+            message_timestamp_after_max_ms: match num("message.timestamp.after.max.ms") {
+                i64::MAX => num("message.timestamp.difference.max.ms"),
+                n => n,
+            },
+            compacted: get("cleanup.policy")
+                .split(',')
+                .any(|p| p.trim() == "compact"),
         }
     }
 

@@ -25,6 +25,7 @@ use tokio::sync::{watch, Notify};
 use super::batch::{self, BatchHeader, BatchScanner};
 use super::producer_state::{ProducerStateManager, SequenceCheck, SequenceError};
 use super::segment::{LogSegment, RecoveryReport, SegmentSettings, SegmentSlice, LOG_SUFFIX};
+use crate::clock::now_ms;
 use crate::config::{TimestampType, TopicConfig};
 
 /// A topic's live configuration, shared by its partitions and changeable at
@@ -150,12 +151,11 @@ pub fn partition_dir_name(topic: &str, partition: i32) -> String {
     format!("{topic}-{partition}")
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+/// The partition leader epoch stamped on every appended batch and reported
+/// by Metadata: a single broker leads every partition from its creation,
+/// so the epoch never moves from 0. (The replicated cluster will bump it on
+/// each leader change, as Kafka does.)
+pub const LEADER_EPOCH: i32 = 0;
 
 fn settings(c: &TopicConfig) -> SegmentSettings {
     SegmentSettings {
@@ -455,7 +455,9 @@ impl PartitionLog {
     }
 
     /// Appends validated batches, assigning offsets. `records` must be the
-    /// concatenation of the batches described by `headers`.
+    /// concatenation of the batches described by `headers`; a header's max
+    /// timestamp is what is stored (the validator's, when it differs from
+    /// the batch's own).
     pub fn append(&self, records: &[u8], headers: &[BatchHeader]) -> Result<AppendInfo, LogError> {
         let cfg = self.config.get();
         for h in headers {
@@ -499,12 +501,20 @@ impl PartitionLog {
             scratch.clear();
             scratch.extend_from_slice(&records[pos..pos + h.size]);
             batch::set_base_offset(&mut scratch, next);
+            batch::set_partition_leader_epoch(&mut scratch, LEADER_EPOCH);
             let mut stored = *h;
             stored.base_offset = next;
+            stored.partition_leader_epoch = LEADER_EPOCH;
             if append_time {
                 batch::set_log_append_time(&mut scratch, now);
                 stored.max_timestamp = now;
                 stored.attributes |= 0x08;
+            } else if BatchHeader::parse_header_only(&scratch)
+                .is_ok_and(|sent| sent.max_timestamp != h.max_timestamp)
+            {
+                // The validator found the records' true max timestamp and
+                // the producer's header says otherwise (-1, or a lie).
+                batch::set_max_timestamp(&mut scratch, h.max_timestamp);
             }
             let result = inner.active_mut().append(&scratch, &stored, now);
             inner.scratch = scratch;

@@ -352,3 +352,29 @@ fn a_reader_holding_a_segment_finishes_after_tiering_deletes_it() {
         .iter()
         .all(|s| s.base_offset != active));
 }
+
+#[test]
+fn offsets_before_answers_list_offsets_v0_as_kafka() {
+    let dir = tempfile::tempdir().unwrap();
+    // Each 4-record batch (~500 bytes) fills a 600-byte segment.
+    let log = PartitionLog::create(dir.path(), "t", 0, config(&["log.segment.bytes=600"])).unwrap();
+    assert_eq!(
+        log.offsets_before(-1, 10),
+        vec![0],
+        "an empty log: its start"
+    );
+    append_n(&log, 3, 1_000);
+    // Not yet durable: the log end (12) gives way to the high watermark (0).
+    assert_eq!(log.offsets_before(-1, 1), vec![0]);
+    log.flush().unwrap();
+    assert_eq!(log.segment_count(), 3);
+    // Latest: the log end, then each segment's start, newest first.
+    assert_eq!(log.offsets_before(-1, 10), vec![12, 8, 4, 0]);
+    assert_eq!(log.offsets_before(-1, 2), vec![12, 8]);
+    // Earliest: the log start only.
+    assert_eq!(log.offsets_before(-2, 10), vec![0]);
+    // By time (the segments' newest records: 1003, 1013, 1023).
+    assert_eq!(log.offsets_before(1_013, 10), vec![4, 0]);
+    assert_eq!(log.offsets_before(999, 10), Vec::<i64>::new());
+    assert_eq!(log.offsets_before(-1, 0), Vec::<i64>::new());
+}

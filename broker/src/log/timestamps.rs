@@ -1,10 +1,11 @@
 //! Timestamp lookups of a [`PartitionLog`]: the first record at or after a
-//! time (ListOffsets by timestamp, `offsets_for_times`) and the record with
-//! the largest timestamp (ListOffsets -3). Both stay below the high watermark.
+//! time (ListOffsets by timestamp, `offsets_for_times`), the record with
+//! the largest timestamp (ListOffsets -3), and ListOffsets v0's "offsets
+//! before a time". All stay at or below the high watermark.
 
 use super::batch::BatchHeader;
 use super::partition_log::{LogError, PartitionLog};
-use super::segment::{find_record, LogSegment, SegmentSlice};
+use super::segment::{find_record, retention_timestamp, LogSegment, SegmentSlice};
 
 impl PartitionLog {
     /// Offset and timestamp of the first record with timestamp >= `ts`
@@ -81,5 +82,51 @@ impl PartitionLog {
             let target = h.max_timestamp;
             find_record(&slice, p, &h, hw, |t| t == target)
         }))
+    }
+
+    /// ListOffsets v0 (Kafka's `legacyFetchOffsetsBefore`): segment start
+    /// offsets, newest first, of segments last written at or before
+    /// `timestamp` (-1: from the log end, -2: from the log start), at most
+    /// `max` of them. The log end counts as a segment written now; offsets
+    /// above the high watermark give way to it, as Kafka answers consumers.
+    /// The first local segment starts at the log start offset, remote
+    /// segments included.
+    pub fn offsets_before(&self, timestamp: i64, max: usize) -> Vec<i64> {
+        let hw = self.high_watermark();
+        let start = self.log_start_offset();
+        let inner = self.lock();
+        let mut points: Vec<(i64, i64)> = inner
+            .segments
+            .values()
+            .map(|s| (s.base_offset().max(start), retention_timestamp(s)))
+            .collect();
+        if let Some(first) = points.first_mut() {
+            first.0 = start;
+        }
+        let leo = inner.log_end_offset();
+        if inner
+            .segments
+            .values()
+            .next_back()
+            .is_some_and(|s| !s.is_empty())
+        {
+            points.push((leo, crate::clock::now_ms()));
+        }
+        drop(inner);
+        let from = match timestamp {
+            -1 => points.len(),
+            -2 => points.len().min(1),
+            ts => points
+                .iter()
+                .rposition(|(_, t)| *t <= ts)
+                .map_or(0, |i| i + 1),
+        };
+        let mut offsets: Vec<i64> = points[..from].iter().rev().take(max).map(|p| p.0).collect();
+        offsets.dedup();
+        if offsets.iter().any(|o| *o > hw) {
+            offsets.retain(|o| *o <= hw);
+            offsets.insert(0, hw);
+        }
+        offsets
     }
 }

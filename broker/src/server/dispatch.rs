@@ -18,6 +18,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::decode_bounds as bounds;
 
 use super::handlers;
+use super::legacy;
 use super::versions;
 use super::Broker;
 
@@ -184,7 +185,7 @@ pub enum Prepared {
 /// request order by the connection.
 pub async fn prepare(mut req: Request, broker: &Arc<Broker>) -> Prepared {
     let (api, version, cid) = (req.api_key, req.version, req.correlation_id);
-    if !versions::is_supported(api, version) {
+    if !versions::is_supported(api, version) || legacy::is_legacy(api, version) {
         return Prepared::Ready(handle(req, broker).await);
     }
     match api {
@@ -279,6 +280,15 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
             return encode_response(cid, 0, &resp).map(Some);
         }
         return Err(DispatchError::UnsupportedVersion { api, version });
+    }
+    if legacy::is_legacy(api, version) {
+        return legacy::handle(api, version, cid, &req.body, broker)
+            .await
+            .map_err(|e| DispatchError::Decode {
+                api,
+                version,
+                message: e.to_string(),
+            });
     }
     macro_rules! route {
         ($req_ty:ty, $handler:expr) => {{

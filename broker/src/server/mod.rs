@@ -5,6 +5,7 @@
 pub mod connection;
 pub mod dispatch;
 pub mod handlers;
+pub mod legacy;
 pub mod versions;
 
 #[cfg(test)]

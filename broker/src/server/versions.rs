@@ -1,20 +1,21 @@
 //! The API versions this broker implements, advertised through ApiVersions.
 //! A handler must support every version in its range; the unit test below
-//! encodes each handler's response at every advertised version.
+//! encodes each handler's response at every advertised version. Versions
+//! below the codec crate's range are served by `legacy`.
 
 use kafka_protocol::messages::ApiKey;
 
 /// (api, min version, max version).
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
-    (ApiKey::Produce, 3, 9),
-    (ApiKey::Fetch, 4, 12),
-    (ApiKey::ListOffsets, 1, 7),
+    (ApiKey::Produce, 0, 11),
+    (ApiKey::Fetch, 0, 12),
+    (ApiKey::ListOffsets, 0, 7),
     (ApiKey::Metadata, 0, 12),
-    (ApiKey::FindCoordinator, 0, 4),
-    (ApiKey::ApiVersions, 0, 3),
-    (ApiKey::CreateTopics, 2, 7),
-    (ApiKey::DeleteTopics, 1, 6),
-    (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::FindCoordinator, 0, 5),
+    (ApiKey::ApiVersions, 0, 4),
+    (ApiKey::CreateTopics, 0, 7),
+    (ApiKey::DeleteTopics, 0, 6),
+    (ApiKey::DescribeConfigs, 0, 4),
     (ApiKey::AlterConfigs, 0, 2),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
@@ -23,13 +24,13 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::SyncGroup, 0, 5),
     (ApiKey::Heartbeat, 0, 4),
     (ApiKey::LeaveGroup, 0, 5),
-    (ApiKey::OffsetCommit, 2, 8),
-    (ApiKey::OffsetFetch, 1, 8),
+    (ApiKey::OffsetCommit, 0, 9),
+    (ApiKey::OffsetFetch, 0, 9),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
-    (ApiKey::InitProducerId, 0, 4),
+    (ApiKey::InitProducerId, 0, 5),
 ];
 
 pub fn range(api: ApiKey) -> Option<(i16, i16)> {
@@ -48,12 +49,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn within_codec_range() {
+    fn within_codec_range_or_legacy() {
         for (api, lo, hi) in SUPPORTED {
             let v = api.valid_versions();
+            assert!(*hi <= v.max, "{api:?} {lo}..{hi} above codec {v:?}");
+            for version in *lo..v.min {
+                assert!(
+                    crate::server::legacy::is_legacy(*api, version),
+                    "{api:?} v{version} is below the codec's range and not served by legacy"
+                );
+            }
+        }
+        for (api, lo, hi) in crate::server::legacy::VERSIONS {
             assert!(
-                *lo >= v.min && *hi <= v.max,
-                "{api:?} {lo}..{hi} outside codec {v:?}"
+                *hi < api.valid_versions().min,
+                "{api:?} v{hi} is the codec's"
+            );
+            assert!(
+                range(*api).is_some_and(|(l, _)| l <= *lo),
+                "{api:?} legacy not advertised"
             );
         }
     }

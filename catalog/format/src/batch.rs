@@ -1,6 +1,7 @@
-//! Kafka record batch v2 headers: parsing, validation, and the two in-place
+//! Kafka record batch v2 headers: parsing, validation, and the in-place
 //! rewrites the broker is allowed to make before a batch is stored (the base
-//! offset, and the max timestamp when the topic uses `LogAppendTime`).
+//! offset, the partition leader epoch, and the max timestamp: the records'
+//! true one, or the append time when the topic uses `LogAppendTime`).
 //!
 //! This module never decompresses or re-encodes records: the bytes a producer
 //! sent are the bytes on disk and the bytes a consumer receives. It does no
@@ -224,6 +225,21 @@ pub fn validate_all(buf: &[u8]) -> Result<Vec<BatchHeader>, BatchError> {
 /// Rewrites the base offset in place (not covered by the CRC).
 pub fn set_base_offset(batch: &mut [u8], base_offset: i64) {
     batch[BASE_OFFSET..BASE_OFFSET + 8].copy_from_slice(&base_offset.to_be_bytes());
+}
+
+/// Sets the max timestamp (keeping the timestamp type) and recomputes the
+/// CRC: what Kafka's validator does when a producer's header does not say
+/// the largest timestamp its records carry.
+pub fn set_max_timestamp(batch: &mut [u8], timestamp: i64) {
+    batch[MAX_TIMESTAMP..MAX_TIMESTAMP + 8].copy_from_slice(&timestamp.to_be_bytes());
+    let crc = compute_crc(batch);
+    batch[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// Sets the partition leader epoch (not covered by the CRC): the leader's
+/// epoch at append, as Kafka stamps every batch it appends.
+pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
+    batch[PARTITION_LEADER_EPOCH..PARTITION_LEADER_EPOCH + 4].copy_from_slice(&epoch.to_be_bytes());
 }
 
 /// Marks the batch as `LogAppendTime` with `timestamp` as its max timestamp

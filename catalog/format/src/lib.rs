@@ -1,6 +1,6 @@
 //! `strata-format`: Kafka's log formats, in one place and without I/O.
 //!
-//! - [`batch`]: the record batch v2 header (parse, validate, CRC, the two
+//! - [`batch`]: the record batch v2 header (parse, validate, CRC, the
 //!   in-place rewrites a broker may make) and a scanner over consecutive
 //!   batches.
 //! - [`index`]: `.index` and `.timeindex` entries and lookups over an index
@@ -8,6 +8,11 @@
 //! - [`records`]: the offset and timestamp of each record inside a batch,
 //!   streamed through its codec, never inflated in memory; the first record
 //!   at or after a time.
+//! - [`legacy`]: message sets v0 and v1 (Produce v0–v2), read and checked
+//!   for up-conversion to record batch v2.
+//! - [`validator`]: what Kafka's `LogValidator` checks of a produced batch
+//!   and its records (count, offsets, timestamps and their bounds, keys of
+//!   compacted topics), and the max timestamp the records really carry.
 //!
 //! Used by the partition log (`strata-broker`), the historical read path
 //! (`strata-prefetch`) and, for what they will parse, the cleaner and the
@@ -17,4 +22,6 @@
 
 pub mod batch;
 pub mod index;
+pub mod legacy;
 pub mod records;
+pub mod validator;

@@ -131,7 +131,7 @@ fn describe(topic: &Arc<Topic>, b: &Broker) -> MetadataResponseTopic {
             let mut mp = MetadataResponsePartition::default();
             mp.partition_index = p;
             mp.leader_id = BrokerId(b.node_id);
-            mp.leader_epoch = 0;
+            mp.leader_epoch = crate::log::partition_log::LEADER_EPOCH;
             mp.replica_nodes = vec![BrokerId(b.node_id)];
             mp.isr_nodes = vec![BrokerId(b.node_id)];
             mp

@@ -1,21 +1,26 @@
-//! Produce: validate each partition's batches (CRC, structure, size), append
-//! them with broker-assigned offsets, and for acks=all wait until they are
-//! durable (the high watermark passes them). Nothing of a rejected batch is
+//! Produce: validate each partition's batch as Kafka's `LogValidator` does
+//! (`strata_format::validator`: CRC, structure, every record, timestamps,
+//! the true max timestamp), append it with broker-assigned offsets, and for
+//! acks=all wait until it is durable (the high watermark passes it). Nothing of a rejected batch is
 //! stored. Split in two phases so the connection can append pipelined
 //! requests in order while their fsync waits overlap.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 
 use super::s;
-use crate::log::batch::{self, BatchError};
+use crate::clock::now_ms;
+use crate::config::TimestampType;
 use crate::log::producer_state::SequenceError;
 use crate::log::{LogError, PartitionLog};
 use crate::server::Broker;
+use strata_format::validator::{self, AppendPolicy, TimestampPolicy, ValidationError};
 
 /// Outcome of appending to one partition, before the acks wait.
 struct Appended {
@@ -39,6 +44,62 @@ fn error(
         p.error_message = Some(s(message));
     }
     p
+}
+
+/// A batch's records may inflate to at most this many times the topic's
+/// `max.message.bytes` (at least 1 MiB): 1 GiB by default, far beyond what
+/// producers send (their own batch and record limits apply to uncompressed
+/// bytes), and a bound on the CPU one decompression bomb can cost.
+const INFLATION_BOUND: u64 = 1024;
+/// Compressed batches larger than this are validated with the runtime told
+/// that this worker blocks, so other connections' tasks move elsewhere.
+const BLOCKING_VALIDATION_BYTES: usize = 256 << 10;
+
+/// Runs the validator; a large compressed batch (seconds of inflation at
+/// worst) runs as blocking work on a multi-threaded runtime.
+fn validate(
+    records: &[u8],
+    policy: &AppendPolicy,
+) -> Result<validator::Validated, ValidationError> {
+    let compressed = strata_format::batch::BatchHeader::parse_header_only(records)
+        .is_ok_and(|h| h.attributes & 0x07 != 0);
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if compressed && records.len() > BLOCKING_VALIDATION_BYTES && multi_thread {
+        tokio::task::block_in_place(|| validator::validate_produced(records, policy))
+    } else {
+        validator::validate_produced(records, policy)
+    }
+}
+
+/// The response to a batch the validator refused, as Kafka gives it: the
+/// error code, the message (v8+) and each failing record (v8+
+/// `record_errors`).
+fn refused(index: i32, e: &ValidationError, version: i16) -> Appended {
+    let code = match e {
+        ValidationError::Corrupt(_) => ResponseError::CorruptMessage,
+        ValidationError::InvalidTimestamps(_) => ResponseError::InvalidTimestamp,
+        ValidationError::InvalidBatch(_) | ValidationError::InvalidRecords(_) => {
+            ResponseError::InvalidRecord
+        }
+    };
+    let mut response = error(index, code, e.to_string(), version);
+    if version >= 8 {
+        response.record_errors = e
+            .record_errors()
+            .iter()
+            .map(|r| {
+                let mut b = BatchIndexAndErrorMessage::default();
+                b.batch_index = r.index;
+                b.batch_index_error_message = Some(s(r.message.clone()));
+                b
+            })
+            .collect();
+    }
+    Appended {
+        response,
+        wait_for: None,
+    }
 }
 
 /// A produce request whose batches are appended and which now waits for
@@ -176,17 +237,39 @@ fn append_partition(
             "produce request has no records".into(),
         );
     };
-    let headers = match batch::validate_all(records) {
-        Ok(h) => h,
-        Err(BatchError::UnsupportedMagic(m)) => {
-            return fail(
-                ResponseError::InvalidRecord,
-                format!("record batch magic {m} is not supported; produce v3+ requires magic 2"),
-            )
-        }
-        Err(e) => return fail(ResponseError::CorruptMessage, e.to_string()),
-    };
     let cfg = log.config();
+    // Before anything is inflated, as Kafka checks the size first.
+    if records.len() > cfg.max_message_bytes {
+        return fail(
+            ResponseError::MessageTooLarge,
+            format!(
+                "record batch of {} bytes exceeds the topic's max.message.bytes ({})",
+                records.len(),
+                cfg.max_message_bytes
+            ),
+        );
+    }
+    let policy = AppendPolicy {
+        now_ms: now_ms(),
+        timestamps: match cfg.message_timestamp_type {
+            TimestampType::LogAppendTime => TimestampPolicy::LogAppendTime,
+            TimestampType::CreateTime => TimestampPolicy::CreateTime {
+                before_max_ms: cfg.message_timestamp_before_max_ms,
+                after_max_ms: cfg.message_timestamp_after_max_ms,
+            },
+        },
+        compacted: cfg.compacted,
+        max_inflated_bytes: (cfg.max_message_bytes.max(1 << 20) as u64)
+            .saturating_mul(INFLATION_BOUND),
+    };
+    let header = match validate(records, &policy) {
+        Ok(v) => v.header,
+        Err(e) => {
+            tracing::debug!(topic = %log.topic(), partition = index, error = %e, "produced batch refused");
+            return refused(index, &e, version);
+        }
+    };
+    let headers = [header];
     if acks == -1 && cfg.min_insync_replicas > 1 {
         return fail(
             ResponseError::NotEnoughReplicas,
