@@ -240,7 +240,7 @@ def _fill(t, name: str, ctx: dict, version: int):
         return tuple(_fill(ft, fn, ctx, version) for fn, ft in zip(t.names, t.fields))
     if isinstance(t, (Array, getattr(T, "CompactArray", Array))):
         if name in ("config_names", "configs", "assignments", "replica_assignment", "forgotten_topics_data",
-                    "group_assignment", "topic_names" if ctx["api"] == 42 else "-"):
+                    "group_assignment"):
             return [] if name != "config_names" else None
         return [_fill(t.array_of, name, ctx, version)]
     n = name.lower()

@@ -5,7 +5,7 @@
 //! `__consumer_offsets` and rebuilt from it on start.
 //!
 //! Requests that must wait for a rebalance park a oneshot sender on their
-//! member; `tick` drives every timeout. Assignment stays client-side.
+//! member; `timers.rs` drives every timeout. Assignment stays client-side.
 //! JoinGroup and the join phase live in `join.rs`, committed offsets and
 //! the offsets log's maintenance in `offsets.rs`.
 
@@ -23,13 +23,6 @@ use super::store::OffsetsLog;
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::log_manager::LogManager;
-
-/// Longest sleep of the timer task between passes: a deadline created
-/// after a pass (a new member, a new rebalance) is acted on at most this late.
-const MAX_TIMER_SLEEP: Duration = Duration::from_millis(100);
-/// Shortest sleep between passes, so a deadline that is already due cannot
-/// make the timer task spin.
-const MIN_TIMER_SLEEP: Duration = Duration::from_millis(1);
 
 /// Coordinator settings, under Kafka's broker setting names.
 #[derive(Debug, Clone)]
@@ -373,7 +366,7 @@ impl GroupCoordinator {
         Ok(out)
     }
 
-    fn after_member_removed(&self, group: &mut Group, now: Instant) {
+    pub(super) fn after_member_removed(&self, group: &mut Group, now: Instant) {
         match group.state {
             GroupState::Stable | GroupState::CompletingRebalance => {
                 if group.members.is_empty() {
@@ -388,70 +381,6 @@ impl GroupCoordinator {
             GroupState::PreparingRebalance => self.maybe_complete_join(group, now),
             _ => {}
         }
-    }
-
-    /// Drives timeouts: member sessions, KIP-394 pending members, the join
-    /// and sync phases, the initial rebalance delay.
-    /// Runs every timer that is due: expired sessions, pending members that
-    /// never joined, rebalance phases past their deadline, delayed joins.
-    /// Returns the earliest deadline still pending, when the next pass is due.
-    pub fn tick(&self) -> Option<Instant> {
-        let now = Instant::now();
-        let mut groups = self.lock();
-        let mut next: Option<Instant> = None;
-        let mut wake_at = |t: Instant| next = Some(next.map_or(t, |n| n.min(t)));
-        for group in groups.values_mut() {
-            group.pending_members.retain(|_, since| {
-                now.duration_since(*since)
-                    < Duration::from_millis(self.cfg.max_session_timeout_ms.max(0) as u64)
-            });
-            let expired: Vec<String> = group
-                .members
-                .values()
-                .filter(|m| m.awaiting_join.is_none())
-                .filter(|m| now >= m.session_deadline())
-                .map(|m| m.member_id.clone())
-                .collect();
-            for id in &expired {
-                tracing::info!(group = %group.id, member = %id, "member session expired; removed");
-                group.remove_member(id);
-            }
-            if !expired.is_empty() {
-                self.after_member_removed(group, now);
-            }
-            if group.state == GroupState::CompletingRebalance
-                && group.phase_deadline.is_some_and(|d| now >= d)
-            {
-                let unsynced: Vec<String> = group
-                    .members
-                    .values()
-                    .filter(|m| m.awaiting_sync.is_none())
-                    .map(|m| m.member_id.clone())
-                    .collect();
-                for id in unsynced {
-                    tracing::info!(group = %group.id, member = %id, "member did not sync within the rebalance timeout; removed");
-                    group.remove_member(&id);
-                }
-                self.prepare_rebalance(group, now);
-            }
-            self.maybe_complete_join(group, now);
-            for m in group.members.values().filter(|m| m.awaiting_join.is_none()) {
-                wake_at(m.session_deadline());
-            }
-            let pending_limit =
-                Duration::from_millis(self.cfg.max_session_timeout_ms.max(0) as u64);
-            for since in group.pending_members.values() {
-                wake_at(*since + pending_limit);
-            }
-            if matches!(
-                group.state,
-                GroupState::PreparingRebalance | GroupState::CompletingRebalance
-            ) {
-                group.phase_deadline.into_iter().for_each(&mut wake_at);
-                group.join_not_before.into_iter().for_each(&mut wake_at);
-            }
-        }
-        next
     }
 
     // ------------------------------------------------------ describe, list
@@ -523,46 +452,6 @@ impl GroupCoordinator {
             .collect();
         v.sort();
         v
-    }
-
-    /// Starts the timeout and offset-expiry loops.
-    pub fn start_background(self: &Arc<Self>, retention_check: Duration) {
-        let me = self.clone();
-        tokio::spawn(async move {
-            // Sleep until the earliest deadline the last pass saw (a session
-            // expiry, a rebalance timeout, the initial join delay), so a
-            // member expires at its deadline as in Kafka; never longer than
-            // MAX_TIMER_SLEEP, which bounds how late a deadline created after
-            // the pass (a new member, a new rebalance) is noticed.
-            loop {
-                let next = me.tick();
-                let now = Instant::now();
-                let cap = now + MAX_TIMER_SLEEP;
-                let wake = next.map_or(cap, |d| d.min(cap)).max(now + MIN_TIMER_SLEEP);
-                tokio::time::sleep_until(wake.into()).await;
-            }
-        });
-        let me = self.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(retention_check);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                let m = me.clone();
-                let done = tokio::task::spawn_blocking(move || {
-                    m.expire_offsets();
-                    m.compact()
-                })
-                .await;
-                match done {
-                    Ok(Ok(_)) => {}
-                    Ok(Err(e)) => {
-                        tracing::error!(error = %e, "compacting __consumer_offsets failed")
-                    }
-                    Err(e) => tracing::error!(error = %e, "offsets maintenance task failed"),
-                }
-            }
-        });
     }
 
     /// Writes the group's membership (after a rebalance completes or the

@@ -8,6 +8,7 @@ pub mod offsets;
 pub mod records;
 pub mod store;
 pub mod subscription;
+pub mod timers;
 
 pub use coordinator::{CoordinatorConfig, GroupCoordinator, JoinRequest};
 pub use offsets::{CommittedOffset, OffsetCommit};

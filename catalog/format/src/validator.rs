@@ -92,20 +92,15 @@ fn first_three(errors: &[RecordError]) -> String {
     format!("[{}]", shown.join(", "))
 }
 
-/// What validation found: the header as it must be stored. `max_timestamp`
-/// is the records' largest timestamp (for `CreateTime`), whatever the
-/// producer's header said; with `LogAppendTime` the caller stamps the time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Validated {
-    pub header: BatchHeader,
-    /// The header's max timestamp differs from the records' (the caller
-    /// must rewrite it and the CRC).
-    pub max_timestamp_rewritten: bool,
-}
-
 /// Validates `buf`, the records of one partition in a ProduceRequest, which
-/// for v2 must be exactly one batch (as Kafka requires).
-pub fn validate_produced(buf: &[u8], policy: &AppendPolicy) -> Result<Validated, ValidationError> {
+/// for v2 must be exactly one batch (as Kafka requires). Returns the header
+/// as it must be stored: with `CreateTime`, its max timestamp is the
+/// records' largest, whatever the producer's header said (the caller
+/// rewrites it and the CRC); with `LogAppendTime` the caller stamps the time.
+pub fn validate_produced(
+    buf: &[u8],
+    policy: &AppendPolicy,
+) -> Result<BatchHeader, ValidationError> {
     let header = batch::validate(buf).map_err(|e| match e {
         BatchError::InvalidRecordCount {
             last_offset_delta,
@@ -147,7 +142,8 @@ pub fn validate_produced(buf: &[u8], policy: &AppendPolicy) -> Result<Validated,
     let mut key_errors = Vec::new();
     let mut max_timestamp = -1i64;
     let mut offsets_broken: Option<(i32, i32)> = None;
-    let visited = walk_records_within(buf, policy.max_inflated_bytes, |r| {
+    // The walk visits every record the count claims, or fails.
+    walk_records_within(buf, policy.max_inflated_bytes, |r| {
         if r.offset_delta != r.index && offsets_broken.is_none() {
             offsets_broken = Some((r.index, r.offset_delta));
         }
@@ -198,12 +194,6 @@ pub fn validate_produced(buf: &[u8], policy: &AppendPolicy) -> Result<Validated,
         }
         other => ValidationError::InvalidBatch(format!("Found invalid record structure: {other}")),
     })?;
-    if visited != header.record_count {
-        return Err(ValidationError::InvalidBatch(format!(
-            "the batch says {} records but holds {visited}",
-            header.record_count
-        )));
-    }
     if let Some((index, delta)) = offsets_broken {
         return Err(ValidationError::InvalidBatch(format!(
             "Inner record {index} inside the record batch does not have incremental offsets: offset delta {delta}, expected {index}"
@@ -216,17 +206,10 @@ pub fn validate_produced(buf: &[u8], policy: &AppendPolicy) -> Result<Validated,
         return Err(ValidationError::InvalidRecords(key_errors));
     }
     let mut stored = header;
-    let mut rewritten = false;
-    if matches!(policy.timestamps, TimestampPolicy::CreateTime { .. })
-        && header.max_timestamp != max_timestamp
-    {
+    if matches!(policy.timestamps, TimestampPolicy::CreateTime { .. }) {
         stored.max_timestamp = max_timestamp;
-        rewritten = true;
     }
-    Ok(Validated {
-        header: stored,
-        max_timestamp_rewritten: rewritten,
-    })
+    Ok(stored)
 }
 
 #[cfg(test)]
@@ -261,17 +244,17 @@ mod tests {
             let b = batch_with(4, 20, NOW - 10, c);
             for header_says in [-1, 5, NOW + 99] {
                 let v = with_max_timestamp(&b, header_says);
+                assert_eq!(BatchHeader::parse(&v).unwrap().max_timestamp, header_says);
                 let got = validate_produced(&v, &create_time()).unwrap();
-                assert_eq!(
-                    got.header.max_timestamp,
-                    NOW - 7,
-                    "{c:?} header {header_says}"
-                );
-                assert!(got.max_timestamp_rewritten);
+                assert_eq!(got.max_timestamp, NOW - 7, "{c:?} header {header_says}");
             }
             let honest = validate_produced(&b, &create_time()).unwrap();
-            assert!(!honest.max_timestamp_rewritten);
-            assert_eq!(honest.header.max_timestamp, NOW - 7);
+            assert_eq!(
+                honest,
+                BatchHeader::parse(&b).unwrap(),
+                "an honest header is kept"
+            );
+            assert_eq!(honest.max_timestamp, NOW - 7);
         }
     }
 

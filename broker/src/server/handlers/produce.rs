@@ -60,7 +60,7 @@ const BLOCKING_VALIDATION_BYTES: usize = 256 << 10;
 fn validate(
     records: &[u8],
     policy: &AppendPolicy,
-) -> Result<validator::Validated, ValidationError> {
+) -> Result<strata_format::batch::BatchHeader, ValidationError> {
     let compressed = strata_format::batch::BatchHeader::parse_header_only(records)
         .is_ok_and(|h| h.attributes & 0x07 != 0);
     let multi_thread = tokio::runtime::Handle::try_current()
@@ -263,7 +263,7 @@ fn append_partition(
             .saturating_mul(INFLATION_BOUND),
     };
     let header = match validate(records, &policy) {
-        Ok(v) => v.header,
+        Ok(h) => h,
         Err(e) => {
             tracing::debug!(topic = %log.topic(), partition = index, error = %e, "produced batch refused");
             return refused(index, &e, version);

@@ -1,0 +1,57 @@
+//! The value checks of settings whose rule is more than a type and a
+//! range (`Validator::Custom` in `defs.rs`): each returns why a value is
+//! wrong, in words an operator reads in the INVALID_CONFIG message.
+
+pub(super) fn check_nice(v: &str) -> Result<(), String> {
+    match v.trim().parse::<i32>() {
+        Ok(n) if (0..=19).contains(&n) => Ok(()),
+        _ => Err("must be an integer from 0 to 19".into()),
+    }
+}
+
+/// Kafka's MetadataVersion strings that `message.format.version` accepts
+/// (`0.8.0` … `3.9`, with or without an `-IVn` suffix).
+pub(super) fn check_message_format_version(v: &str) -> Result<(), String> {
+    let (base, iv) = match v.split_once("-IV") {
+        Some((b, n)) => (b, Some(n)),
+        None => (v, None),
+    };
+    let digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    let suffix_ok = iv.is_none_or(digits);
+    let parts: Vec<&str> = base.split('.').collect();
+    let numeric = parts.iter().all(|p| digits(p));
+    let known = match parts.as_slice() {
+        ["0", minor, ..] => matches!(*minor, "8" | "9" | "10" | "11"),
+        ["1", minor, ..] | ["2", minor, ..] => minor.parse::<u32>().is_ok_and(|m| m <= 8),
+        ["3", minor, ..] => minor.parse::<u32>().is_ok_and(|m| m <= 9),
+        _ => false,
+    };
+    if numeric && known && suffix_ok && parts.len() <= 4 {
+        Ok(())
+    } else {
+        Err(format!("Version `{v}` is not a valid version"))
+    }
+}
+
+pub(super) fn check_priority_groups(v: &str) -> Result<(), String> {
+    strata_prefetch::ClassPolicy::parse_members(v).map(|_| ())
+}
+
+pub(super) fn check_priority_shares(v: &str) -> Result<(), String> {
+    strata_prefetch::ClassPolicy::parse_shares(v).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_format_versions_kafka_39_accepts() {
+        for ok in ["0.10.2", "0.10.2-IV0", "2.8", "3.0-IV1", "3.9", "1.1"] {
+            assert!(check_message_format_version(ok).is_ok(), "{ok}");
+        }
+        for bad in ["4.0", "banana", "3.0-", "3.x", "", "0.7"] {
+            assert!(check_message_format_version(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! The coordinator's clocks: `tick` runs every timer that is due (member
+//! sessions, KIP-394 pending members, join and sync phases, the initial
+//! rebalance delay) and says when the next one is; `start_background`
+//! sleeps until then, and runs offset expiry and `__consumer_offsets`
+//! compaction on their interval.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::coordinator::GroupCoordinator;
+use super::group::GroupState;
+
+/// Longest sleep of the timer task between passes: a deadline created
+/// after a pass (a new member, a new rebalance) is acted on at most this late.
+const MAX_TIMER_SLEEP: Duration = Duration::from_millis(100);
+/// Shortest sleep between passes, so a deadline that is already due cannot
+/// make the timer task spin.
+const MIN_TIMER_SLEEP: Duration = Duration::from_millis(1);
+
+impl GroupCoordinator {
+    /// Runs every timer that is due: expired sessions, pending members that
+    /// never joined, rebalance phases past their deadline, delayed joins.
+    /// Returns the earliest deadline still pending, when the next pass is due.
+    pub fn tick(&self) -> Option<Instant> {
+        let now = Instant::now();
+        let mut groups = self.lock();
+        let mut next: Option<Instant> = None;
+        let mut wake_at = |t: Instant| next = Some(next.map_or(t, |n| n.min(t)));
+        for group in groups.values_mut() {
+            group.pending_members.retain(|_, since| {
+                now.duration_since(*since)
+                    < Duration::from_millis(self.cfg.max_session_timeout_ms.max(0) as u64)
+            });
+            let expired: Vec<String> = group
+                .members
+                .values()
+                .filter(|m| m.awaiting_join.is_none())
+                .filter(|m| now >= m.session_deadline())
+                .map(|m| m.member_id.clone())
+                .collect();
+            for id in &expired {
+                tracing::info!(group = %group.id, member = %id, "member session expired; removed");
+                group.remove_member(id);
+            }
+            if !expired.is_empty() {
+                self.after_member_removed(group, now);
+            }
+            if group.state == GroupState::CompletingRebalance
+                && group.phase_deadline.is_some_and(|d| now >= d)
+            {
+                let unsynced: Vec<String> = group
+                    .members
+                    .values()
+                    .filter(|m| m.awaiting_sync.is_none())
+                    .map(|m| m.member_id.clone())
+                    .collect();
+                for id in unsynced {
+                    tracing::info!(group = %group.id, member = %id, "member did not sync within the rebalance timeout; removed");
+                    group.remove_member(&id);
+                }
+                self.prepare_rebalance(group, now);
+            }
+            self.maybe_complete_join(group, now);
+            for m in group.members.values().filter(|m| m.awaiting_join.is_none()) {
+                wake_at(m.session_deadline());
+            }
+            let pending_limit =
+                Duration::from_millis(self.cfg.max_session_timeout_ms.max(0) as u64);
+            for since in group.pending_members.values() {
+                wake_at(*since + pending_limit);
+            }
+            if matches!(
+                group.state,
+                GroupState::PreparingRebalance | GroupState::CompletingRebalance
+            ) {
+                group.phase_deadline.into_iter().for_each(&mut wake_at);
+                group.join_not_before.into_iter().for_each(&mut wake_at);
+            }
+        }
+        next
+    }
+
+    /// Starts the timeout and offset-expiry loops.
+    pub fn start_background(self: &Arc<Self>, retention_check: Duration) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            // Sleep until the earliest deadline the last pass saw (a session
+            // expiry, a rebalance timeout, the initial join delay), so a
+            // member expires at its deadline as in Kafka; never longer than
+            // MAX_TIMER_SLEEP, which bounds how late a deadline created after
+            // the pass (a new member, a new rebalance) is noticed.
+            loop {
+                let next = me.tick();
+                let now = Instant::now();
+                let cap = now + MAX_TIMER_SLEEP;
+                let wake = next.map_or(cap, |d| d.min(cap)).max(now + MIN_TIMER_SLEEP);
+                tokio::time::sleep_until(wake.into()).await;
+            }
+        });
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(retention_check);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let m = me.clone();
+                let done = tokio::task::spawn_blocking(move || {
+                    m.expire_offsets();
+                    m.compact()
+                })
+                .await;
+                match done {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => {
+                        tracing::error!(error = %e, "compacting __consumer_offsets failed")
+                    }
+                    Err(e) => tracing::error!(error = %e, "offsets maintenance task failed"),
+                }
+            }
+        });
+    }
+}
