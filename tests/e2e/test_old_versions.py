@@ -26,14 +26,16 @@ UNSUPPORTED_VERSION = 35
 KAFKA_39 = BROKER_API_VERSIONS[(3, 9)]
 
 
-def test_api_versions_reach_down_to_kafka_39s_floor(broker):
+def test_api_versions_span_kafka_39s_range(broker):
     """Every API Strata serves is advertised from the lowest version Kafka
-    3.9 accepts, and never beyond what it serves."""
+    3.9 accepts up to the highest."""
     with wire.KafkaConn.to(broker.bootstrap) as c:
         code, ours = c.api_versions()
     assert code == 0
     low = {api: (lo, KAFKA_39[api][0]) for api, (lo, _) in ours.items() if api in KAFKA_39 and lo > KAFKA_39[api][0]}
     assert not low, f"(ours, Kafka 3.9's) lowest versions where Strata starts higher: {low}"
+    short = {api: (hi, KAFKA_39[api][1]) for api, (_, hi) in ours.items() if api in KAFKA_39 and hi < KAFKA_39[api][1]}
+    assert not short, f"(ours, Kafka 3.9's) highest versions where Strata stops lower: {short}"
 
 
 # ---------------------------------------------------------------- producers

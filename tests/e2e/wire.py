@@ -156,6 +156,15 @@ def encode_batch(
     )
 
 
+def with_records_section(batch: bytes, records: bytes, codec: int) -> bytes:
+    """`batch` with its records section replaced by `records` (already in
+    `codec`), the codec bits, the length and the CRC set to match."""
+    attributes = (struct.unpack_from(">h", batch, 21)[0] & ~7) | codec
+    after_crc = struct.pack(">h", attributes) + batch[23:61] + records
+    length = 4 + 1 + 4 + len(after_crc)
+    return batch[:8] + struct.pack(">i", length) + batch[12:17] + struct.pack(">I", crc32c(after_crc)) + after_crc
+
+
 @dataclass
 class BatchHeader:
     base_offset: int

@@ -33,6 +33,24 @@ pub(super) fn check_message_format_version(v: &str) -> Result<(), String> {
     }
 }
 
+/// `compression.type`: a codec or `producer`, case insensitive as Kafka's.
+pub(super) fn check_compression_type(v: &str) -> Result<(), String> {
+    if v.eq_ignore_ascii_case("producer") || strata_format::transcode::Codec::from_name(v).is_some()
+    {
+        Ok(())
+    } else {
+        Err("String must be one of (case insensitive): UNCOMPRESSED, ZSTD, LZ4, SNAPPY, GZIP, PRODUCER".into())
+    }
+}
+
+/// `compression.gzip.level`: zlib's levels, or -1 for its default.
+pub(super) fn check_gzip_level(v: &str) -> Result<(), String> {
+    match v.trim().parse::<i32>() {
+        Ok(n) if n == -1 || (1..=9).contains(&n) => Ok(()),
+        _ => Err("Value must be between 1 and 9, or -1 (the default level)".into()),
+    }
+}
+
 pub(super) fn check_priority_groups(v: &str) -> Result<(), String> {
     strata_prefetch::ClassPolicy::parse_members(v).map(|_| ())
 }

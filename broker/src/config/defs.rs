@@ -6,7 +6,8 @@
 //! checks the table names live in `checks.rs`.
 
 use super::checks::{
-    check_message_format_version, check_nice, check_priority_groups, check_priority_shares,
+    check_compression_type, check_gzip_level, check_message_format_version, check_nice,
+    check_priority_groups, check_priority_shares,
 };
 
 /// Kafka's `ConfigType` as reported by DescribeConfigs v3+.
@@ -26,6 +27,8 @@ pub enum Validator {
     LongAtLeast(i64),
     /// A 32-bit integer at least this large.
     IntAtLeast(i32),
+    /// A 32-bit integer in this inclusive range.
+    IntBetween(i32, i32),
     Bool,
     /// One of these values (case-sensitive, as Kafka's).
     OneOf(&'static [&'static str]),
@@ -68,6 +71,21 @@ impl ConfigDef {
                     "Invalid value {value} for configuration {}: Value must be at least {min}",
                     self.name
                 )),
+                Err(_) => Err(format!(
+                    "Invalid value {value} for configuration {}: Not a number of type INT",
+                    self.name
+                )),
+            },
+            Validator::IntBetween(min, max) => match v.parse::<i32>() {
+                Ok(n) if n < min => Err(format!(
+                    "Invalid value {value} for configuration {}: Value must be at least {min}",
+                    self.name
+                )),
+                Ok(n) if n > max => Err(format!(
+                    "Invalid value {value} for configuration {}: Value must be no more than {max}",
+                    self.name
+                )),
+                Ok(_) => Ok(()),
                 Err(_) => Err(format!(
                     "Invalid value {value} for configuration {}: Not a number of type INT",
                     self.name
@@ -127,9 +145,9 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
         name: "compression.type",
         kind: ConfigType::String,
         default: "producer",
-        validator: Validator::OneOf(&["producer"]),
+        validator: Validator::Custom(check_compression_type),
         broker_synonym: Some("compression.type"),
-        doc: "Strata stores batches exactly as the producer compressed them (\"producer\").",
+        doc: "The codec batches are stored with: \"producer\" keeps the producer's bytes; uncompressed, gzip, snappy, lz4 or zstd re-encodes batches sent with another codec on append (docs/batch-validation.md).",
     },
     ConfigDef {
         name: "index.interval.bytes",
@@ -266,6 +284,30 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
         validator: Validator::OneOf(&["false"]),
         broker_synonym: Some("log.message.downconversion.enable"),
         doc: "[DEPRECATED, as in Kafka 3.9] Whether Fetch v0-v3 may get stored batches down-converted to message sets v0/v1. Strata never down-converts (Kafka 3.9's behaviour with false: those fetches get UNSUPPORTED_VERSION), so only false is accepted.",
+    },
+    ConfigDef {
+        name: "compression.gzip.level",
+        kind: ConfigType::Int,
+        default: "-1",
+        validator: Validator::Custom(check_gzip_level),
+        broker_synonym: Some("compression.gzip.level"),
+        doc: "The level batches re-encoded as gzip are written with (compression.type=gzip): 1 to 9, or -1 for zlib's default (6).",
+    },
+    ConfigDef {
+        name: "compression.lz4.level",
+        kind: ConfigType::Int,
+        default: "9",
+        validator: Validator::IntBetween(1, 17),
+        broker_synonym: Some("compression.lz4.level"),
+        doc: "The level batches re-encoded as lz4 are written with (compression.type=lz4): 9, the default, is LZ4's fast mode, as Kafka's; any other level its high-compression mode.",
+    },
+    ConfigDef {
+        name: "compression.zstd.level",
+        kind: ConfigType::Int,
+        default: "3",
+        validator: Validator::IntBetween(-131072, 22),
+        broker_synonym: Some("compression.zstd.level"),
+        doc: "The level batches re-encoded as zstd are written with (compression.type=zstd).",
     },
 ];
 
@@ -438,6 +480,9 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     synonym("log.message.timestamp.difference.max.ms", 16),
     synonym("log.message.format.version", 17),
     synonym("log.message.downconversion.enable", 18),
+    synonym("compression.gzip.level", 19),
+    synonym("compression.lz4.level", 20),
+    synonym("compression.zstd.level", 21),
     broker(
         "remote.log.storage.system.enable",
         ConfigType::Boolean,

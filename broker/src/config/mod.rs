@@ -12,6 +12,7 @@ pub mod dynamic;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use strata_format::transcode::{Codec, Encoding};
 use thiserror::Error;
 
 pub use defs::{
@@ -211,6 +212,9 @@ pub struct TopicConfig {
     pub message_timestamp_after_max_ms: i64,
     /// `cleanup.policy` includes `compact` (records need keys).
     pub compacted: bool,
+    /// `compression.type` with its codec's level; `None` for `producer`
+    /// (batches are stored as the producer compressed them).
+    pub compression: Option<Encoding>,
 }
 
 impl TopicConfig {
@@ -249,6 +253,15 @@ impl TopicConfig {
             compacted: get("cleanup.policy")
                 .split(',')
                 .any(|p| p.trim() == "compact"),
+            compression: Codec::from_name(&get("compression.type")).map(|codec| Encoding {
+                codec,
+                level: match codec {
+                    Codec::Gzip => num("compression.gzip.level") as i32,
+                    Codec::Lz4 => num("compression.lz4.level") as i32,
+                    Codec::Zstd => num("compression.zstd.level") as i32,
+                    Codec::None | Codec::Snappy => 0,
+                },
+            }),
         }
     }
 

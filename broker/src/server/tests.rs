@@ -102,6 +102,11 @@ async fn every_response_encodes_at_every_advertised_version() {
         req.max_bytes = 1 << 20;
         let mut ft = fetch_request::FetchTopic::default();
         ft.topic = topic.clone();
+        // From v13 (KIP-516) the topic is named by its id only.
+        if v >= 13 {
+            ft.topic = TopicName(s(""));
+            ft.topic_id = b.logs.topic("t").unwrap().id;
+        }
         let mut fp = fetch_request::FetchPartition::default();
         fp.partition_max_bytes = 1 << 20;
         let mut oor = fp.clone();
@@ -120,7 +125,7 @@ async fn every_response_encodes_at_every_advertised_version() {
         let mut req = ListOffsetsRequest::default();
         let mut t = list_offsets_request::ListOffsetsTopic::default();
         t.name = topic.clone();
-        t.partitions = [-1i64, -2, -3, 0]
+        t.partitions = [-1i64, -2, -3, -4, -5, 0]
             .iter()
             .map(|ts| {
                 let mut p = list_offsets_request::ListOffsetsPartition::default();

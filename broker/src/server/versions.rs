@@ -8,10 +8,10 @@ use kafka_protocol::messages::ApiKey;
 /// (api, min version, max version).
 pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 0, 11),
-    (ApiKey::Fetch, 0, 12),
-    (ApiKey::ListOffsets, 0, 7),
+    (ApiKey::Fetch, 0, 17),
+    (ApiKey::ListOffsets, 0, 9),
     (ApiKey::Metadata, 0, 12),
-    (ApiKey::FindCoordinator, 0, 5),
+    (ApiKey::FindCoordinator, 0, 6),
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 0, 7),
     (ApiKey::DeleteTopics, 0, 6),

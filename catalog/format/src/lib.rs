@@ -13,6 +13,8 @@
 //! - [`validator`]: what Kafka's `LogValidator` checks of a produced batch
 //!   and its records (count, offsets, timestamps and their bounds, keys of
 //!   compacted topics), and the max timestamp the records really carry.
+//! - [`transcode`]: a validated batch re-encoded with the topic's codec
+//!   (`compression.type` other than `producer`), streamed, bounded.
 //!
 //! Used by the partition log (`strata-broker`), the historical read path
 //! (`strata-prefetch`) and, for what they will parse, the cleaner and the
@@ -24,4 +26,5 @@ pub mod batch;
 pub mod index;
 pub mod legacy;
 pub mod records;
+pub mod transcode;
 pub mod validator;

@@ -323,7 +323,10 @@ pub(crate) fn inflate(codec: i16, data: &[u8], limit: u64) -> Result<Vec<u8>, Sc
     Ok(out)
 }
 
-fn decompressed<'a>(codec: i16, records: &'a [u8]) -> Result<Box<dyn Read + 'a>, ScanError> {
+pub(crate) fn decompressed<'a>(
+    codec: i16,
+    records: &'a [u8],
+) -> Result<Box<dyn Read + 'a>, ScanError> {
     Ok(match codec {
         0 => Box::new(records),
         1 => Box::new(flate2::read::MultiGzDecoder::new(records)),

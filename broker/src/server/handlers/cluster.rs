@@ -59,9 +59,17 @@ pub async fn find_coordinator(
     b: &Broker,
 ) -> FindCoordinatorResponse {
     let mut r = FindCoordinatorResponse::default();
-    let error = match req.key_type {
-        0 | 1 => 0,
-        _ => ResponseError::InvalidRequest.code(),
+    let (error, why) = match req.key_type {
+        0 | 1 => (0, ""),
+        // v6 (KIP-932): as Kafka 3.9 with share groups off.
+        2 => (
+            ResponseError::InvalidRequest.code(),
+            "share groups (coordinator key type 2, KIP-932) are not supported",
+        ),
+        _ => (
+            ResponseError::InvalidRequest.code(),
+            "unknown coordinator key type",
+        ),
     };
     if version >= 4 {
         r.coordinators = req
@@ -78,7 +86,7 @@ pub async fn find_coordinator(
                 } else {
                     c.node_id = BrokerId(-1);
                     c.port = -1;
-                    c.error_message = Some(s("unknown coordinator key type"));
+                    c.error_message = Some(s(why));
                 }
                 c
             })
@@ -93,7 +101,7 @@ pub async fn find_coordinator(
             r.node_id = BrokerId(-1);
             r.port = -1;
             if version >= 1 {
-                r.error_message = Some(s("unknown coordinator key type"));
+                r.error_message = Some(s(why));
             }
         }
     }

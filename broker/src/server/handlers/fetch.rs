@@ -33,6 +33,9 @@ struct Target {
     topic: usize,
     partition: i32,
     log: Option<Arc<PartitionLog>>,
+    /// The error when `log` is `None`: UNKNOWN_TOPIC_ID for a topic id no
+    /// topic has (v13+), else UNKNOWN_TOPIC_OR_PARTITION.
+    missing: ResponseError,
     /// The topic, to find the partition's tiered view when a read falls
     /// below the local log start (looked up only then).
     handle: Option<Arc<Topic>>,
@@ -68,12 +71,31 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
     let mut names: Vec<(TopicName, Uuid)> = Vec::with_capacity(req.topics.len());
     let mut targets = Vec::new();
     for (ti, t) in req.topics.into_iter().enumerate() {
-        let topic = b.logs.topic(&t.topic.0);
-        names.push((t.topic, topic.as_ref().map(|t| t.id).unwrap_or_default()));
+        // From v13 (KIP-516) topics are named by id only; the response echoes it.
+        let (topic, missing) = if version >= 13 {
+            let topic = b.logs.topic_by_id(t.topic_id);
+            let missing = match topic {
+                None => ResponseError::UnknownTopicId,
+                Some(_) => ResponseError::UnknownTopicOrPartition,
+            };
+            (topic, missing)
+        } else {
+            (
+                b.logs.topic(&t.topic.0),
+                ResponseError::UnknownTopicOrPartition,
+            )
+        };
+        let id = if version >= 13 {
+            t.topic_id
+        } else {
+            topic.as_ref().map(|t| t.id).unwrap_or_default()
+        };
+        names.push((t.topic, id));
         for p in t.partitions {
             targets.push(Target {
                 topic: ti,
                 partition: p.partition,
+                missing,
                 log: topic.as_ref().and_then(|t| t.partition(p.partition)),
                 handle: topic.clone(),
                 fetch_offset: p.fetch_offset,
@@ -217,7 +239,7 @@ async fn read_all(
     for (i, t) in targets.iter().enumerate() {
         let mut pd = base_data(t, read_committed);
         let Some(log) = &t.log else {
-            pd.error_code = ResponseError::UnknownTopicOrPartition.code();
+            pd.error_code = t.missing.code();
             any_error = true;
             out.push(pd);
             continue;

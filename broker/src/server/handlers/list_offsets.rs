@@ -1,5 +1,7 @@
 //! ListOffsets: earliest (-2, the log start, remote included), latest (-1,
-//! the high watermark), max timestamp (-3), and the first offset at or
+//! the high watermark), max timestamp (-3), earliest local (-4, KIP-405:
+//! the first offset on local disk), latest tiered (-5, KIP-1005: the last
+//! offset in the object store, -1 when none), and the first offset at or
 //! after a timestamp — looked up in the object store first when the
 //! answer lies below the local log start.
 
@@ -25,6 +27,8 @@ enum LookupError {
 pub const LATEST: i64 = -1;
 pub const EARLIEST: i64 = -2;
 pub const MAX_TIMESTAMP: i64 = -3;
+pub const EARLIEST_LOCAL: i64 = -4;
+pub const LATEST_TIERED: i64 = -5;
 
 pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOffsetsResponse {
     let mut r = ListOffsetsResponse::default();
@@ -53,6 +57,20 @@ pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOf
                     let found: Result<Option<(i64, i64)>, LookupError> = match p.timestamp {
                         LATEST => Ok(Some((log.high_watermark(), -1))),
                         EARLIEST => Ok(Some((log.log_start_offset(), -1))),
+                        EARLIEST_LOCAL => Ok(Some((log.local_log_start_offset(), -1))),
+                        LATEST_TIERED => {
+                            let tiered = topic
+                                .as_ref()
+                                .filter(|_| log.config().remote_storage_enable)
+                                .and_then(|t| b.remote.as_ref()?.partition(t, p.partition_index))
+                                .and_then(|rp| rp.manifest().next_offset());
+                            if tiered.is_none() {
+                                // Kafka: nothing tiered (or no remote log),
+                                // offset -1 with epoch -1.
+                                pr.leader_epoch = -1;
+                            }
+                            Ok(Some((tiered.map_or(-1, |next| next - 1), -1)))
+                        }
                         MAX_TIMESTAMP => match log.max_timestamp_offset() {
                             Ok(local) => match &rp {
                                 Some((r, rp)) => r

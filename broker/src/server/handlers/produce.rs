@@ -20,6 +20,7 @@ use crate::config::TimestampType;
 use crate::log::producer_state::SequenceError;
 use crate::log::{LogError, PartitionLog};
 use crate::server::Broker;
+use strata_format::transcode;
 use strata_format::validator::{self, AppendPolicy, TimestampPolicy, ValidationError};
 
 /// Outcome of appending to one partition, before the acks wait.
@@ -69,6 +70,38 @@ fn validate(
         tokio::task::block_in_place(|| validator::validate_produced(records, policy))
     } else {
         validator::validate_produced(records, policy)
+    }
+}
+
+/// Re-encodes a validated batch with the topic's codec, as Kafka does when
+/// `compression.type` names one the producer did not use. The header keeps
+/// the validator's max timestamp. Blocking work on a multi-threaded runtime
+/// (the whole records section is inflated and compressed again).
+fn reencode(
+    records: &[u8],
+    validated: strata_format::batch::BatchHeader,
+    target: transcode::Encoding,
+    max_message_bytes: usize,
+    policy: &AppendPolicy,
+) -> Result<(Vec<u8>, strata_format::batch::BatchHeader), transcode::TranscodeError> {
+    let run = || {
+        let out = transcode::transcode(
+            records,
+            target,
+            policy.max_inflated_bytes,
+            max_message_bytes,
+        )?;
+        let mut h = strata_format::batch::BatchHeader::parse_header_only(&out)
+            .map_err(|e| transcode::TranscodeError::Scan(e.into()))?;
+        h.max_timestamp = validated.max_timestamp;
+        Ok((out, h))
+    };
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if multi_thread {
+        tokio::task::block_in_place(run)
+    } else {
+        run()
     }
 }
 
@@ -268,6 +301,30 @@ fn append_partition(
             tracing::debug!(topic = %log.topic(), partition = index, error = %e, "produced batch refused");
             return refused(index, &e, version);
         }
+    };
+    let transcoded;
+    let target = cfg
+        .compression
+        .filter(|t| transcode::needs_transcode(&header, Some(*t)));
+    let (records, header) = if let Some(target) = target {
+        match reencode(records, header, target, cfg.max_message_bytes, &policy) {
+            Ok((bytes, h)) => {
+                transcoded = bytes;
+                (&transcoded[..], h)
+            }
+            Err(transcode::TranscodeError::TooLarge { codec, limit }) => {
+                return fail(
+                    ResponseError::MessageTooLarge,
+                    format!("record batch re-encoded as {codec} (the topic's compression.type) exceeds the topic's max.message.bytes ({limit})"),
+                )
+            }
+            Err(e) => {
+                tracing::warn!(topic = %log.topic(), partition = index, error = %e, "re-encoding a validated batch failed");
+                return fail(ResponseError::InvalidRecord, e.to_string());
+            }
+        }
+    } else {
+        (records, header)
     };
     let headers = [header];
     if acks == -1 && cfg.min_insync_replicas > 1 {
