@@ -17,6 +17,7 @@ pub enum ConfigType {
     String = 2,
     Int = 3,
     Long = 5,
+    Double = 6,
     List = 7,
 }
 
@@ -29,6 +30,8 @@ pub enum Validator {
     IntAtLeast(i32),
     /// A 32-bit integer in this inclusive range.
     IntBetween(i32, i32),
+    /// A number in this inclusive range.
+    DoubleBetween(f64, f64),
     Bool,
     /// One of these values (case-sensitive, as Kafka's).
     OneOf(&'static [&'static str]),
@@ -50,6 +53,25 @@ pub struct ConfigDef {
 }
 
 impl ConfigDef {
+    /// A number of Kafka type `kind` within `[min, max]`, in Kafka's words.
+    fn check_range<T>(&self, value: &str, min: T, max: T, kind: &str) -> Result<(), String>
+    where
+        T: PartialOrd + std::fmt::Display + std::str::FromStr,
+    {
+        let invalid = |why: String| {
+            Err(format!(
+                "Invalid value {value} for configuration {}: {why}",
+                self.name
+            ))
+        };
+        match value.trim().parse::<T>() {
+            Ok(n) if n < min => invalid(format!("Value must be at least {min}")),
+            Ok(n) if n > max => invalid(format!("Value must be no more than {max}")),
+            Ok(_) => Ok(()),
+            Err(_) => invalid(format!("Not a number of type {kind}")),
+        }
+    }
+
     /// Checks `value`, returning Kafka's style of message on failure.
     pub fn validate(&self, value: &str) -> Result<(), String> {
         let v = value.trim();
@@ -76,21 +98,16 @@ impl ConfigDef {
                     self.name
                 )),
             },
-            Validator::IntBetween(min, max) => match v.parse::<i32>() {
-                Ok(n) if n < min => Err(format!(
-                    "Invalid value {value} for configuration {}: Value must be at least {min}",
-                    self.name
-                )),
-                Ok(n) if n > max => Err(format!(
-                    "Invalid value {value} for configuration {}: Value must be no more than {max}",
-                    self.name
-                )),
-                Ok(_) => Ok(()),
-                Err(_) => Err(format!(
-                    "Invalid value {value} for configuration {}: Not a number of type INT",
-                    self.name
-                )),
-            },
+            Validator::IntBetween(min, max) => self.check_range(value, min, max, "INT"),
+            Validator::DoubleBetween(min, max) => {
+                if v.parse::<f64>().is_ok_and(f64::is_nan) {
+                    return Err(format!(
+                        "Invalid value {value} for configuration {}: Value must be at least {min}",
+                        self.name
+                    ));
+                }
+                self.check_range(value, min, max, "DOUBLE")
+            }
             Validator::Bool => match v.to_ascii_lowercase().as_str() {
                 "true" | "false" => Ok(()),
                 _ => Err(format!(
@@ -135,11 +152,9 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
         name: "cleanup.policy",
         kind: ConfigType::List,
         default: "delete",
-        // Compaction is not built yet; accepting `compact` would silently
-        // keep everything, so it is refused with a clear message.
-        validator: Validator::ListOf(&["delete"]),
+        validator: Validator::ListOf(&["delete", "compact"]),
         broker_synonym: Some("log.cleanup.policy"),
-        doc: "Retention policy for old segments. Only \"delete\" is supported so far.",
+        doc: "\"delete\" removes old segments by retention.ms / retention.bytes; \"compact\" keeps the latest record of each key (docs/compaction.md); \"compact,delete\" both. Compacted topics are not tiered yet: their segments stay on local disk.",
     },
     ConfigDef {
         name: "compression.type",
@@ -284,6 +299,46 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
         validator: Validator::OneOf(&["false"]),
         broker_synonym: Some("log.message.downconversion.enable"),
         doc: "[DEPRECATED, as in Kafka 3.9] Whether Fetch v0-v3 may get stored batches down-converted to message sets v0/v1. Strata never down-converts (Kafka 3.9's behaviour with false: those fetches get UNSUPPORTED_VERSION), so only false is accepted.",
+    },
+    ConfigDef {
+        name: "min.cleanable.dirty.ratio",
+        kind: ConfigType::Double,
+        default: "0.5",
+        validator: Validator::DoubleBetween(0.0, 1.0),
+        broker_synonym: Some("log.cleaner.min.cleanable.ratio"),
+        doc: "A compacted partition is cleaned once the share of its log not yet cleaned reaches this (or a record is older than max.compaction.lag.ms).",
+    },
+    ConfigDef {
+        name: "min.compaction.lag.ms",
+        kind: ConfigType::Long,
+        default: "0",
+        validator: Validator::LongAtLeast(0),
+        broker_synonym: Some("log.cleaner.min.compaction.lag.ms"),
+        doc: "A record stays uncompacted at least this long after it was written (by the segment's newest timestamp).",
+    },
+    ConfigDef {
+        name: "max.compaction.lag.ms",
+        kind: ConfigType::Long,
+        default: LONG_MAX,
+        validator: Validator::LongAtLeast(1),
+        broker_synonym: Some("log.cleaner.max.compaction.lag.ms"),
+        doc: "A record is compacted at most this long after it was written, whatever the dirty ratio (segments are rolled for it).",
+    },
+    ConfigDef {
+        name: "delete.retention.ms",
+        kind: ConfigType::Long,
+        default: "86400000",
+        validator: Validator::LongAtLeast(0),
+        broker_synonym: Some("log.cleaner.delete.retention.ms"),
+        doc: "How long a tombstone (a record with a null value) of a compacted topic is kept after the first cleaning pass that saw it, so consumers can see the delete.",
+    },
+    ConfigDef {
+        name: "file.delete.delay.ms",
+        kind: ConfigType::Long,
+        default: "60000",
+        validator: Validator::LongAtLeast(0),
+        broker_synonym: Some("log.segment.delete.delay.ms"),
+        doc: "Accepted for Kafka's tools; Strata unlinks a deleted segment at once, since a reader that has it open keeps reading the file.",
     },
     ConfigDef {
         name: "compression.gzip.level",
@@ -480,9 +535,49 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     synonym("log.message.timestamp.difference.max.ms", 16),
     synonym("log.message.format.version", 17),
     synonym("log.message.downconversion.enable", 18),
-    synonym("compression.gzip.level", 19),
-    synonym("compression.lz4.level", 20),
-    synonym("compression.zstd.level", 21),
+    synonym("log.cleaner.min.cleanable.ratio", 19),
+    synonym("log.cleaner.min.compaction.lag.ms", 20),
+    synonym("log.cleaner.max.compaction.lag.ms", 21),
+    synonym("log.cleaner.delete.retention.ms", 22),
+    synonym("log.segment.delete.delay.ms", 23),
+    synonym("compression.gzip.level", 24),
+    synonym("compression.lz4.level", 25),
+    synonym("compression.zstd.level", 26),
+    broker(
+        "log.cleaner.enable",
+        ConfigType::Boolean,
+        "true",
+        Validator::Bool,
+        "Whether the log cleaner runs: compacted topics keep every record while it is off.",
+    ),
+    broker(
+        "log.cleaner.threads",
+        ConfigType::Int,
+        "1",
+        Validator::IntAtLeast(1),
+        "Partitions cleaned at once.",
+    ),
+    broker(
+        "log.cleaner.io.max.bytes.per.second",
+        ConfigType::Double,
+        "1.7976931348623157E308",
+        Validator::DoubleBetween(1.0, f64::MAX),
+        "The most bytes per second the cleaners read and write together, so compaction does not take the disk from producers and readers.",
+    ),
+    broker(
+        "log.cleaner.dedupe.buffer.size",
+        ConfigType::Long,
+        "134217728",
+        Validator::LongAtLeast(1 << 20),
+        "Memory for the key → latest offset maps of all cleaner threads (about 32 bytes per key): a pass covers as many keys as fit, the rest waits for the next.",
+    ),
+    broker(
+        "log.cleaner.backoff.ms",
+        ConfigType::Long,
+        "15000",
+        Validator::LongAtLeast(0),
+        "How long a cleaner sleeps when no partition needs cleaning.",
+    ),
     broker(
         "remote.log.storage.system.enable",
         ConfigType::Boolean,
@@ -732,7 +827,18 @@ mod tests {
         assert!(d.validate("abc").unwrap_err().contains("LONG"));
         let p = topic_def("cleanup.policy").unwrap();
         assert!(p.validate("delete").is_ok());
-        assert!(p.validate("compact").is_err());
+        assert!(p.validate("compact").is_ok());
+        assert!(p.validate("compact,delete").is_ok());
+        assert!(p.validate("compact,archive").is_err());
+        let r = topic_def("min.cleanable.dirty.ratio").unwrap();
+        assert!(r.validate("0.01").is_ok());
+        assert!(r.validate("1.5").unwrap_err().contains("no more than 1"));
+        let c = topic_def("compression.type").unwrap();
+        assert!(c.validate("ZSTD").is_ok());
+        assert!(c
+            .validate("brotli")
+            .unwrap_err()
+            .contains("case insensitive"));
         let f = topic_def("message.format.version").unwrap();
         assert!(f.validate("3.0-IV1").is_ok());
         let refused = f.validate("4.0").unwrap_err();

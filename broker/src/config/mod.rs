@@ -189,7 +189,7 @@ pub enum TimestampType {
 }
 
 /// A topic's effective configuration, typed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TopicConfig {
     pub index_interval_bytes: u64,
     pub max_message_bytes: usize,
@@ -212,6 +212,12 @@ pub struct TopicConfig {
     pub message_timestamp_after_max_ms: i64,
     /// `cleanup.policy` includes `compact` (records need keys).
     pub compacted: bool,
+    /// `cleanup.policy` includes `delete` (retention applies).
+    pub delete_retention_applies: bool,
+    pub min_cleanable_dirty_ratio: f64,
+    pub min_compaction_lag_ms: i64,
+    pub max_compaction_lag_ms: i64,
+    pub delete_retention_ms: i64,
     /// `compression.type` with its codec's level; `None` for `producer`
     /// (batches are stored as the producer compressed them).
     pub compression: Option<Encoding>,
@@ -253,6 +259,16 @@ impl TopicConfig {
             compacted: get("cleanup.policy")
                 .split(',')
                 .any(|p| p.trim() == "compact"),
+            delete_retention_applies: get("cleanup.policy")
+                .split(',')
+                .any(|p| p.trim() == "delete"),
+            min_cleanable_dirty_ratio: get("min.cleanable.dirty.ratio")
+                .trim()
+                .parse()
+                .unwrap_or(0.5),
+            min_compaction_lag_ms: num("min.compaction.lag.ms"),
+            max_compaction_lag_ms: num("max.compaction.lag.ms"),
+            delete_retention_ms: num("delete.retention.ms"),
             compression: Codec::from_name(&get("compression.type")).map(|codec| Encoding {
                 codec,
                 level: match codec {
@@ -343,6 +359,9 @@ pub fn effective(
 pub fn tiering_enabled(broker: &BrokerConfig, topic: &str, cfg: &TopicConfig) -> bool {
     broker.bool("remote.log.storage.system.enable")
         && cfg.remote_storage_enable
+        // Compacted topics stay local until the cleaner compacts the
+        // tiered part too (docs/compaction.md).
+        && !cfg.compacted
         && !crate::topic_name::is_internal(topic)
 }
 

@@ -3,6 +3,8 @@
 
 pub mod batch;
 pub mod checkpoint;
+pub mod cleaner;
+pub mod cleaner_checkpoint;
 pub mod file_pool;
 pub mod group_commit;
 pub mod index;

@@ -107,7 +107,7 @@ pub(super) struct LogInner {
     pub(super) log_start_offset: i64,
     /// Scratch buffer for rewriting batch headers before they hit the file.
     scratch: Vec<u8>,
-    producers: ProducerStateManager,
+    pub(super) producers: ProducerStateManager,
     /// When the oldest append not yet covered by a flush round happened:
     /// what the commit latency (append to durable) is measured from.
     pub(super) unflushed_since: Option<Instant>,
@@ -144,6 +144,8 @@ pub struct PartitionLog {
     /// First offset in the object store (-1: nothing remote). Below the
     /// local log start, reads go there (set by the tiering manager).
     remote_log_start: AtomicI64,
+    /// A cleaner thread holds this partition (`cleaner.rs`).
+    pub(super) cleaning: AtomicBool,
 }
 
 /// Directory name of a partition: `<topic>-<partition>`, as Kafka names it.
@@ -157,7 +159,7 @@ pub fn partition_dir_name(topic: &str, partition: i32) -> String {
 /// each leader change, as Kafka does.)
 pub const LEADER_EPOCH: i32 = 0;
 
-fn settings(c: &TopicConfig) -> SegmentSettings {
+pub(super) fn settings(c: &TopicConfig) -> SegmentSettings {
     SegmentSettings {
         index_interval_bytes: c.index_interval_bytes,
         max_index_bytes: c.segment_index_bytes,
@@ -256,8 +258,14 @@ impl PartitionLog {
             }
         }
         bases.sort_unstable();
+        // A cleaning pass a crash interrupted may have moved some of a
+        // group's files: every segment is recovered then.
+        let interrupted_clean = super::cleaner_checkpoint::interrupted_pass(&dir);
+        let cleaned_through =
+            super::cleaner_checkpoint::CleanerCheckpoint::load(&dir).cleaned_through;
         // Segments at or after the one holding the recovery point.
         let recover_from = match (clean_shutdown, recovery_point) {
+            _ if interrupted_clean => i64::MIN,
             (true, _) => i64::MAX,
             (false, None) => i64::MIN,
             (false, Some(rp)) => bases
@@ -303,7 +311,8 @@ impl PartitionLog {
             // stays in the log as lost locally.
             if let Some((_, prev)) = segments.iter_mut().next_back() {
                 let from = prev.next_offset();
-                if from < base {
+                // Below `cleaned_through`, gaps are compaction's.
+                if from < base && base > cleaned_through {
                     prev.mark_lost_until(base);
                     tracing::error!(
                         topic,
@@ -375,6 +384,7 @@ impl PartitionLog {
             flush_requested: Notify::new(),
             closed: AtomicBool::new(false),
             remote_log_start: AtomicI64::new(-1),
+            cleaning: AtomicBool::new(false),
         })
     }
 

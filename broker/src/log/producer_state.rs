@@ -90,6 +90,15 @@ impl ProducerStateManager {
         self.producers.is_empty()
     }
 
+    /// Each producer's last batch's last offset: the batch compaction must
+    /// keep (even emptied) so the producer's last sequence survives.
+    pub fn last_batch_offsets(&self) -> HashMap<i64, i64> {
+        self.producers
+            .iter()
+            .filter_map(|(pid, e)| e.batches.back().map(|b| (*pid, b.last_offset)))
+            .collect()
+    }
+
     pub fn get(&self, producer_id: i64) -> Option<&ProducerEntry> {
         self.producers.get(&producer_id)
     }

@@ -12,6 +12,10 @@ impl PartitionLog {
     /// of segments deleted.
     pub fn enforce_retention(&self, now: i64) -> Result<usize, LogError> {
         let cfg = self.config();
+        // `cleanup.policy=compact` alone: records live until compacted away.
+        if !cfg.delete_retention_applies {
+            return Ok(0);
+        }
         let mut removed: Vec<LogSegment> = Vec::new();
         {
             let mut inner = self.lock_open()?;

@@ -191,8 +191,11 @@ pub fn validate(batch: &[u8]) -> Result<BatchHeader, BatchError> {
             actual,
         });
     }
+    // A stored batch may hold no records: log compaction keeps an empty
+    // header for a producer's last sequence, as Kafka's cleaner does.
+    // (Produced batches must hold count = last offset delta + 1 records.)
     if header.last_offset_delta < 0
-        || header.record_count <= 0
+        || header.record_count < 0
         || header.record_count as i64 > header.last_offset_delta as i64 + 1
     {
         return Err(BatchError::InvalidRecordCount {

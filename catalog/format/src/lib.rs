@@ -13,6 +13,8 @@
 //! - [`validator`]: what Kafka's `LogValidator` checks of a produced batch
 //!   and its records (count, offsets, timestamps and their bounds, keys of
 //!   compacted topics), and the max timestamp the records really carry.
+//! - [`compaction`]: the cleaner's rewrite of one batch: the latest record
+//!   per key kept, tombstones until their delete horizon, producer state.
 //! - [`transcode`]: a validated batch re-encoded with the topic's codec
 //!   (`compression.type` other than `producer`), streamed, bounded.
 //!
@@ -23,6 +25,7 @@
 //! file or a socket: callers hand it bytes.
 
 pub mod batch;
+pub mod compaction;
 pub mod index;
 pub mod legacy;
 pub mod records;

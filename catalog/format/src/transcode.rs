@@ -201,76 +201,116 @@ fn encode(
     sink: Bounded,
 ) -> Result<(Bounded, u64), (bool, io::Error)> {
     let mut src = Tagged(src);
-    match to.codec {
-        Codec::None => {
-            let mut sink = sink;
-            let n = io::copy(&mut src, &mut sink).map_err(|e| (sink.overflowed, e))?;
-            Ok((sink, n))
-        }
-        Codec::Gzip => {
-            let level = if (1..=9).contains(&to.level) {
-                to.level as u32
-            } else {
-                6
-            };
-            let mut enc = flate2::write::GzEncoder::new(sink, flate2::Compression::new(level));
-            let copied = io::copy(&mut src, &mut enc);
-            let overflowed = enc.get_ref().overflowed;
-            let n = copied.map_err(|e| (overflowed, e))?;
-            let sink = enc.finish().map_err(|e| (true, e))?;
-            Ok((sink, n))
-        }
-        Codec::Snappy => {
-            let mut enc = XerialWriter::new(sink);
-            let copied = io::copy(&mut src, &mut enc);
-            let overflowed = enc.sink.overflowed;
-            let n = copied.map_err(|e| (overflowed, e))?;
-            let sink = enc.finish().map_err(|(s, e)| (s, e))?;
-            Ok((sink, n))
-        }
-        Codec::Lz4 => {
-            // Kafka's default level is lz4-java's fast compressor; any other
-            // level its high-compression one.
-            let level = if to.level == 9 {
-                0
-            } else {
-                to.level.clamp(1, 17) as u32
-            };
-            let mut enc = lz4::EncoderBuilder::new()
-                .block_size(lz4::BlockSize::Max64KB)
-                .block_mode(lz4::BlockMode::Independent)
-                .checksum(lz4::ContentChecksum::NoChecksum)
-                .level(level)
-                .build(sink)
-                .map_err(|e| (false, e))?;
-            let copied = io::copy(&mut src, &mut enc);
-            let overflowed = enc.writer().overflowed;
-            let n = copied.map_err(|e| (overflowed, e))?;
-            let (sink, done) = enc.finish();
-            let overflowed = sink.overflowed;
-            done.map_err(|e| (overflowed, e))?;
-            Ok((sink, n))
-        }
-        Codec::Zstd => {
-            let mut enc =
-                zstd::stream::write::Encoder::new(sink, to.level).map_err(|e| (false, e))?;
-            if to.level >= 20 {
-                enc.window_log(ZSTD_WINDOW_LOG).map_err(|e| (false, e))?;
+    let mut enc = Encoder::new(to, sink).map_err(|e| (false, e))?;
+    let copied = io::copy(&mut src, &mut enc);
+    let overflowed = enc.overflowed();
+    let n = copied.map_err(|e| (overflowed, e))?;
+    let sink = enc.finish()?;
+    Ok((sink, n))
+}
+
+/// One of Kafka's codecs writing into a [`Bounded`] buffer, as Kafka's Java
+/// client writes it: gzip, xerial-framed snappy, LZ4 frames with
+/// independent 64 KiB blocks, zstd.
+pub(crate) enum Encoder {
+    None(Bounded),
+    Gzip(flate2::write::GzEncoder<Bounded>),
+    Snappy(XerialWriter),
+    Lz4(lz4::Encoder<Bounded>),
+    Zstd(zstd::stream::write::Encoder<'static, Bounded>),
+}
+
+impl Encoder {
+    pub(crate) fn new(to: Encoding, sink: Bounded) -> io::Result<Self> {
+        Ok(match to.codec {
+            Codec::None => Encoder::None(sink),
+            Codec::Gzip => {
+                let level = if (1..=9).contains(&to.level) {
+                    to.level as u32
+                } else {
+                    6
+                };
+                Encoder::Gzip(flate2::write::GzEncoder::new(
+                    sink,
+                    flate2::Compression::new(level),
+                ))
             }
-            let copied = io::copy(&mut src, &mut enc);
-            let overflowed = enc.get_ref().overflowed;
-            let n = copied.map_err(|e| (overflowed, e))?;
-            let sink = enc.finish().map_err(|e| (true, e))?;
-            Ok((sink, n))
+            Codec::Snappy => Encoder::Snappy(XerialWriter::new(sink)),
+            Codec::Lz4 => {
+                // Kafka's default level is lz4-java's fast compressor; any
+                // other level its high-compression one.
+                let level = if to.level == 9 {
+                    0
+                } else {
+                    to.level.clamp(1, 17) as u32
+                };
+                Encoder::Lz4(
+                    lz4::EncoderBuilder::new()
+                        .block_size(lz4::BlockSize::Max64KB)
+                        .block_mode(lz4::BlockMode::Independent)
+                        .checksum(lz4::ContentChecksum::NoChecksum)
+                        .level(level)
+                        .build(sink)?,
+                )
+            }
+            Codec::Zstd => {
+                let mut enc = zstd::stream::write::Encoder::new(sink, to.level)?;
+                if to.level >= 20 {
+                    enc.window_log(ZSTD_WINDOW_LOG)?;
+                }
+                Encoder::Zstd(enc)
+            }
+        })
+    }
+
+    /// Whether the output passed its limit (the last error was that).
+    pub(crate) fn overflowed(&self) -> bool {
+        match self {
+            Encoder::None(s) => s.overflowed,
+            Encoder::Gzip(e) => e.get_ref().overflowed,
+            Encoder::Snappy(e) => e.sink.overflowed,
+            Encoder::Lz4(e) => e.writer().overflowed,
+            Encoder::Zstd(e) => e.get_ref().overflowed,
+        }
+    }
+
+    /// Ends the stream; on failure, says whether the sink overflowed.
+    pub(crate) fn finish(self) -> Result<Bounded, (bool, io::Error)> {
+        match self {
+            Encoder::None(s) => Ok(s),
+            Encoder::Gzip(e) => e.finish().map_err(|e| (true, e)),
+            Encoder::Snappy(e) => e.finish(),
+            Encoder::Lz4(e) => {
+                let (sink, done) = e.finish();
+                let overflowed = sink.overflowed;
+                done.map_err(|e| (overflowed, e))?;
+                Ok(sink)
+            }
+            Encoder::Zstd(e) => e.finish().map_err(|e| (true, e)),
         }
     }
 }
 
+impl Write for Encoder {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Encoder::None(s) => s.write(buf),
+            Encoder::Gzip(e) => e.write(buf),
+            Encoder::Snappy(e) => e.write(buf),
+            Encoder::Lz4(e) => e.write(buf),
+            Encoder::Zstd(e) => e.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A `Vec` that refuses to grow past `limit`.
-struct Bounded {
-    out: Vec<u8>,
-    limit: usize,
-    overflowed: bool,
+pub(crate) struct Bounded {
+    pub(crate) out: Vec<u8>,
+    pub(crate) limit: usize,
+    pub(crate) overflowed: bool,
 }
 
 impl Write for Bounded {
@@ -289,7 +329,7 @@ impl Write for Bounded {
 
 /// Snappy as Kafka's Java client writes it: xerial's header, then
 /// `[u32 length][raw block]` for each 32 KiB of input.
-struct XerialWriter {
+pub(crate) struct XerialWriter {
     sink: Bounded,
     block: Vec<u8>,
     encoder: snap::raw::Encoder,

@@ -1,0 +1,244 @@
+//! Unit tests of `cleaner`: passes over a real partition log on disk.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use kafka_protocol::records::Compression;
+
+use super::*;
+use crate::config::{BrokerConfig, TopicConfig};
+use crate::log::batch::{encode_records, validate_all, BatchScanner};
+use crate::log::SharedConfig;
+
+fn config(sets: &[&str]) -> Arc<SharedConfig> {
+    let mut all = vec![
+        "log.cleanup.policy=compact".to_string(),
+        "log.cleaner.min.cleanable.ratio=0.01".to_string(),
+    ];
+    all.extend(sets.iter().map(|s| s.to_string()));
+    let broker = BrokerConfig::load(None, &all).unwrap();
+    SharedConfig::new(TopicConfig::resolve(&broker, &BTreeMap::new()))
+}
+
+/// One batch of `(key, value)` records (None value: a tombstone).
+fn put(log: &PartitionLog, records: &[(String, Option<String>)], c: Compression) {
+    let recs: Vec<_> = records
+        .iter()
+        .map(|(k, v)| {
+            (
+                Some(Bytes::from(k.clone())),
+                v.clone().map(Bytes::from),
+                crate::clock::now_ms(),
+            )
+        })
+        .collect();
+    let b = encode_records(&recs, c).unwrap();
+    let h = validate_all(&b).unwrap();
+    log.append(&b, &h).unwrap();
+}
+
+/// Every record from offset 0: (offset, key, value).
+fn read_all(log: &PartitionLog) -> Vec<(i64, String, Option<String>)> {
+    let mut out = Vec::new();
+    let mut offset = log.log_start_offset();
+    let policy = CleanPolicy {
+        now_ms: 0,
+        delete_retention_ms: 0,
+        max_inflated_bytes: 1 << 30,
+        max_batch_bytes: 1 << 24,
+    };
+    loop {
+        let r = log.read(offset, 1 << 20, true).unwrap();
+        if r.records.is_empty() {
+            return out;
+        }
+        for (at, h) in BatchScanner::new(&r.records, true) {
+            for_each_record(&r.records[at..at + h.size], &policy, |rec| {
+                if rec.offset >= offset {
+                    out.push((
+                        rec.offset,
+                        String::from_utf8(rec.key.unwrap().to_vec()).unwrap(),
+                        (!rec.is_tombstone).then(|| "?".to_string()),
+                    ));
+                }
+                Ok(())
+            })
+            .unwrap();
+            offset = offset.max(h.next_offset());
+        }
+    }
+}
+
+fn values(log: &PartitionLog) -> BTreeMap<String, i64> {
+    read_all(log)
+        .into_iter()
+        .filter(|(_, _, v)| v.is_some())
+        .map(|(o, k, _)| (k, o))
+        .collect()
+}
+
+fn clean(log: &PartitionLog, now: i64) -> Option<CleanStats> {
+    let mut map = OffsetMap::with_memory(1 << 20);
+    let mut throttle = Throttle::new(f64::MAX);
+    log.clean(now, &mut map, &mut throttle, true).unwrap()
+}
+
+/// 100 keys, each written 10 times over 10 segments, then a fresh segment.
+fn updated_log(dir: &std::path::Path, c: Compression) -> Arc<PartitionLog> {
+    let log = PartitionLog::create(dir, "t", 0, config(&[])).unwrap();
+    for round in 0..10 {
+        for chunk in 0..4 {
+            let recs: Vec<_> = (chunk * 25..chunk * 25 + 25)
+                .map(|k| (format!("key-{k}"), Some(format!("v{round}"))))
+                .collect();
+            put(&log, &recs, c);
+        }
+        log.roll().unwrap();
+    }
+    log.flush().unwrap();
+    log
+}
+
+#[test]
+fn a_pass_keeps_the_latest_record_of_each_key_at_its_offset() {
+    for c in [Compression::None, Compression::Zstd, Compression::Snappy] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = updated_log(dir.path(), c);
+        let before = values(&log);
+        assert_eq!(read_all(&log).len(), 1000);
+        let stats = clean(&log, crate::clock::now_ms()).expect("a pass ran");
+        assert_eq!(stats.records_removed, 900, "{c:?}");
+        let after = read_all(&log);
+        assert_eq!(after.len(), 100, "{c:?}");
+        // The latest offset of every key, unchanged.
+        assert_eq!(values(&log), before);
+        assert!(after.iter().all(|(o, _, _)| *o >= 900));
+        // The high watermark and the next offset do not move.
+        assert_eq!(log.log_end_offset(), 1000);
+        assert!(log.segment_count() < 11);
+    }
+}
+
+#[test]
+fn a_second_pass_with_nothing_new_changes_nothing_and_new_updates_are_cleaned() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = updated_log(dir.path(), Compression::Lz4);
+    clean(&log, crate::clock::now_ms()).unwrap();
+    assert!(
+        clean(&log, crate::clock::now_ms()).is_none(),
+        "nothing dirty"
+    );
+    put(
+        &log,
+        &[("key-5".into(), Some("new".into()))],
+        Compression::Lz4,
+    );
+    log.roll().unwrap();
+    log.flush().unwrap();
+    clean(&log, crate::clock::now_ms()).expect("the new segment is dirty");
+    let v = values(&log);
+    assert_eq!(v.len(), 100);
+    assert_eq!(v["key-5"], 1000);
+    assert_eq!(read_all(&log).len(), 100);
+}
+
+#[test]
+fn tombstones_hide_a_key_and_go_after_delete_retention() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = updated_log(dir.path(), Compression::None);
+    put(
+        &log,
+        &[("key-1".into(), None), ("key-2".into(), None)],
+        Compression::None,
+    );
+    log.roll().unwrap();
+    log.flush().unwrap();
+    let now = crate::clock::now_ms();
+    clean(&log, now).unwrap();
+    let all = read_all(&log);
+    // 98 live keys and 2 tombstones still readable (delete.retention.ms).
+    assert_eq!(all.len(), 100);
+    assert_eq!(all.iter().filter(|r| r.2.is_none()).count(), 2);
+    // A day later (the default delete.retention.ms), the tombstones go.
+    put(
+        &log,
+        &[("key-3".into(), Some("x".into()))],
+        Compression::None,
+    );
+    log.roll().unwrap();
+    log.flush().unwrap();
+    clean(&log, now + 86_400_000).unwrap();
+    let all = read_all(&log);
+    assert_eq!(all.len(), 98);
+    assert!(all.iter().all(|r| r.2.is_some()));
+    assert!(!values(&log).contains_key("key-1"));
+}
+
+#[test]
+fn a_restart_reads_compaction_gaps_as_gaps_not_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = updated_log(dir.path(), Compression::None);
+    clean(&log, crate::clock::now_ms()).unwrap();
+    let before = read_all(&log);
+    log.close().unwrap();
+    drop(log);
+    for clean_shutdown in [false, true] {
+        let log = PartitionLog::open(dir.path(), "t", 0, config(&[]), None, None, clean_shutdown)
+            .unwrap();
+        log.flush().unwrap();
+        assert_eq!(read_all(&log), before, "clean_shutdown={clean_shutdown}");
+        log.close().unwrap();
+    }
+}
+
+#[test]
+fn an_interrupted_pass_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = updated_log(dir.path(), Compression::None);
+    let latest = values(&log);
+    let pdir = log.dir().to_path_buf();
+    log.close().unwrap();
+    drop(log);
+    // A crash after the cleaned files were written, before any was moved.
+    let tmp = pdir.join(TMP_DIR);
+    fs::create_dir_all(&tmp).unwrap();
+    fs::write(tmp.join("00000000000000000000.log"), b"partial").unwrap();
+    let log = PartitionLog::open(dir.path(), "t", 0, config(&[]), None, None, true).unwrap();
+    log.flush().unwrap();
+    assert!(!tmp.exists());
+    assert_eq!(read_all(&log).len(), 1000);
+    assert_eq!(values(&log), latest);
+}
+
+#[test]
+fn the_active_segment_and_young_segments_are_not_cleaned() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::create(
+        dir.path(),
+        "t",
+        0,
+        config(&["log.cleaner.min.compaction.lag.ms=3600000"]),
+    )
+    .unwrap();
+    for _ in 0..5 {
+        put(&log, &[("k".into(), Some("v".into()))], Compression::None);
+        log.roll().unwrap();
+    }
+    log.flush().unwrap();
+    // Every segment is younger than an hour.
+    assert!(clean(&log, crate::clock::now_ms()).is_none());
+    assert_eq!(read_all(&log).len(), 5);
+    // Two hours on, all sealed ones may be cleaned.
+    clean(&log, crate::clock::now_ms() + 7_200_000).unwrap();
+    assert_eq!(read_all(&log).len(), 1);
+
+    // Records in the active segment stay, whatever their key.
+    let log2 = PartitionLog::create(&dir.path().join("b"), "t", 0, config(&[])).unwrap();
+    for _ in 0..5 {
+        put(&log2, &[("k".into(), Some("v".into()))], Compression::None);
+    }
+    log2.flush().unwrap();
+    assert!(clean(&log2, crate::clock::now_ms()).is_none());
+    assert_eq!(read_all(&log2).len(), 5);
+}
