@@ -616,44 +616,8 @@ impl LogManager {
             }
         });
         if self.broker.bool("log.cleaner.enable") {
-            let threads = self.broker.i64("log.cleaner.threads").max(1);
-            let memory = self
-                .broker
-                .i64("log.cleaner.dedupe.buffer.size")
-                .max(1 << 20) as u64;
-            let rate: f64 = self
-                .broker
-                .value("log.cleaner.io.max.bytes.per.second")
-                .parse()
-                .unwrap_or(f64::MAX);
-            let backoff =
-                Duration::from_millis(self.broker.i64("log.cleaner.backoff.ms").max(10) as u64);
-            for _ in 0..threads {
-                let me = self.clone();
-                std::thread::Builder::new()
-                    .name("strata-log-cleaner".into())
-                    .spawn(move || {
-                        let mut map =
-                            crate::log::cleaner::OffsetMap::with_memory(memory / threads as u64);
-                        loop {
-                            let mut throttle =
-                                crate::log::cleaner::Throttle::new(rate / threads as f64);
-                            let logs = me.all_logs();
-                            if !crate::log::cleaner::clean_dirtiest(
-                                &logs,
-                                now_ms(),
-                                &mut map,
-                                &mut throttle,
-                            ) {
-                                std::thread::sleep(backoff);
-                            }
-                        }
-                    })
-                    .map(|_| ())
-                    .unwrap_or_else(
-                        |e| tracing::error!(error = %e, "cannot start the log cleaner"),
-                    );
-            }
+            let me = self.clone();
+            crate::log::cleaner::start_cleaners(&self.broker, move || me.all_logs());
         }
         let me = self.clone();
         let interval = Duration::from_millis(

@@ -116,8 +116,6 @@ pub struct CleanStats {
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub records_removed: u64,
-    pub segments_before: usize,
-    pub segments_after: usize,
     /// Dirty ratio that started the pass.
     pub dirty_ratio: f64,
 }
@@ -130,6 +128,42 @@ struct SegmentView {
     size: u64,
     max_timestamp: i64,
     slice: SegmentSlice,
+}
+
+/// Starts `log.cleaner.threads` OS threads (off the request runtime), each
+/// with its share of the dedupe buffer and of the I/O budget, cleaning the
+/// dirtiest due log of `logs()` and sleeping `log.cleaner.backoff.ms`
+/// when none is due.
+pub fn start_cleaners(
+    broker: &crate::config::BrokerConfig,
+    logs: impl Fn() -> Vec<std::sync::Arc<PartitionLog>> + Send + Sync + 'static,
+) {
+    let threads = broker.i64("log.cleaner.threads").max(1) as u64;
+    let memory = broker.i64("log.cleaner.dedupe.buffer.size").max(1 << 20) as u64;
+    let rate: f64 = broker
+        .value("log.cleaner.io.max.bytes.per.second")
+        .parse()
+        .unwrap_or(f64::MAX);
+    let backoff = Duration::from_millis(broker.i64("log.cleaner.backoff.ms").max(10) as u64);
+    let logs = std::sync::Arc::new(logs);
+    for _ in 0..threads {
+        let logs = logs.clone();
+        let started = std::thread::Builder::new()
+            .name("strata-log-cleaner".into())
+            .spawn(move || {
+                let mut map = OffsetMap::with_memory(memory / threads);
+                loop {
+                    let mut throttle = Throttle::new(rate / threads as f64);
+                    let now = crate::clock::now_ms();
+                    if !clean_dirtiest(&logs(), now, &mut map, &mut throttle) {
+                        std::thread::sleep(backoff);
+                    }
+                }
+            });
+        if let Err(e) = started {
+            tracing::error!(error = %e, "cannot start the log cleaner");
+        }
+    }
 }
 
 /// Cleans the dirtiest due log of `logs` that no other cleaner thread
@@ -190,22 +224,7 @@ impl PartitionLog {
             return None;
         }
         let (segments, first_dirty) = self.cleanable_segments(now, &cfg);
-        let (dirty, total) = dirty_bytes(&segments, first_dirty);
-        if dirty == 0 {
-            return None;
-        }
-        let dirty_ratio = dirty as f64 / total.max(1) as f64;
-        let overdue = segments
-            .iter()
-            .find(|s| s.next_offset > first_dirty)
-            .is_some_and(|s| {
-                s.max_timestamp >= 0
-                    && s.max_timestamp < now.saturating_sub(cfg.max_compaction_lag_ms)
-            });
-        Some(Cleanability {
-            dirty_ratio,
-            due: dirty_ratio >= cfg.min_cleanable_dirty_ratio || overdue,
-        })
+        judge(&segments, first_dirty, now, &cfg)
     }
 
     /// Sealed segments below the first uncleanable offset, and the first
@@ -255,16 +274,15 @@ impl PartitionLog {
         if !cfg.compacted {
             return Ok(None);
         }
-        let Some(c) = self.cleanability(now) else {
+        let (segments, first_dirty) = self.cleanable_segments(now, &cfg);
+        let Some(c) = judge(&segments, first_dirty, now, &cfg) else {
             return Ok(None);
         };
         if !c.due && !force {
             return Ok(None);
         }
-        let (segments, first_dirty) = self.cleanable_segments(now, &cfg);
         let mut stats = CleanStats {
             dirty_ratio: c.dirty_ratio,
-            segments_before: segments.len(),
             ..Default::default()
         };
         let policy = CleanPolicy {
@@ -317,6 +335,7 @@ impl PartitionLog {
         }
 
         // 2. Rewrite every segment up to the end of the map, in groups.
+        let mut checkpoint = CleanerCheckpoint::load(self.dir());
         let producers = self.lock().producers.last_batch_offsets();
         let tmp = self.dir().join(TMP_DIR);
         let _ = fs::remove_dir_all(&tmp);
@@ -360,16 +379,13 @@ impl PartitionLog {
             drop(file);
             stats.bytes_written += written;
             // The gap rule must know about this group before it is visible.
-            let mut checkpoint = CleanerCheckpoint::load(self.dir());
             checkpoint.cleaned_through = checkpoint.cleaned_through.max(end);
             checkpoint.store(self.dir())?;
             self.swap_in(base, &group, written, &tmp, &cfg)?;
         }
         let _ = fs::remove_dir_all(&tmp);
-        let mut checkpoint = CleanerCheckpoint::load(self.dir());
         checkpoint.first_dirty = checkpoint.first_dirty.max(map_end);
         checkpoint.store(self.dir())?;
-        stats.segments_after = self.segment_count().saturating_sub(1);
         Ok(Some(stats))
     }
 
@@ -453,6 +469,30 @@ fn removed_records(h: &BatchHeader, kept: &[u8]) -> u64 {
             .unwrap_or(h.record_count)
     };
     (h.record_count - after).max(0) as u64
+}
+
+/// The dirty ratio of `segments` and whether they are due for cleaning.
+fn judge(
+    segments: &[SegmentView],
+    first_dirty: i64,
+    now: i64,
+    cfg: &crate::config::TopicConfig,
+) -> Option<Cleanability> {
+    let (dirty, total) = dirty_bytes(segments, first_dirty);
+    if dirty == 0 {
+        return None;
+    }
+    let dirty_ratio = dirty as f64 / total.max(1) as f64;
+    let overdue = segments
+        .iter()
+        .find(|s| s.next_offset > first_dirty)
+        .is_some_and(|s| {
+            s.max_timestamp >= 0 && s.max_timestamp < now.saturating_sub(cfg.max_compaction_lag_ms)
+        });
+    Some(Cleanability {
+        dirty_ratio,
+        due: dirty_ratio >= cfg.min_cleanable_dirty_ratio || overdue,
+    })
 }
 
 fn dirty_bytes(segments: &[SegmentView], first_dirty: i64) -> (u64, u64) {

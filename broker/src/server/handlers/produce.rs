@@ -64,12 +64,23 @@ fn validate(
 ) -> Result<strata_format::batch::BatchHeader, ValidationError> {
     let compressed = strata_format::batch::BatchHeader::parse_header_only(records)
         .is_ok_and(|h| h.attributes & 0x07 != 0);
+    let run = || validator::validate_produced(records, policy);
+    if compressed && records.len() > BLOCKING_VALIDATION_BYTES {
+        blocking(run)
+    } else {
+        run()
+    }
+}
+
+/// Runs `f` telling a multi-threaded runtime that this worker blocks, so
+/// other connections' tasks move to another worker.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
     let multi_thread = tokio::runtime::Handle::try_current()
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if compressed && records.len() > BLOCKING_VALIDATION_BYTES && multi_thread {
-        tokio::task::block_in_place(|| validator::validate_produced(records, policy))
+    if multi_thread {
+        tokio::task::block_in_place(f)
     } else {
-        validator::validate_produced(records, policy)
+        f()
     }
 }
 
@@ -96,13 +107,7 @@ fn reencode(
         h.max_timestamp = validated.max_timestamp;
         Ok((out, h))
     };
-    let multi_thread = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if multi_thread {
-        tokio::task::block_in_place(run)
-    } else {
-        run()
-    }
+    blocking(run)
 }
 
 /// The response to a batch the validator refused, as Kafka gives it: the
