@@ -173,6 +173,81 @@ const LOG_FAMILIES: &[LogFamily] = &[
     ),
 ];
 
+/// Per-partition families of compacted partitions (the log cleaner).
+const CLEANER_FAMILIES: &[LogFamily] = &[
+    (
+        (
+            "strata_log_cleaner_dirty_ratio",
+            "gauge",
+            "Share of the cleanable log (remote part included) not yet cleaned; a pass is due at min.cleanable.dirty.ratio.",
+        ),
+        |l| {
+            l.cleanability(crate::clock::now_ms())
+                .map_or(0.0, |c| c.dirty_ratio)
+        },
+    ),
+    (
+        (
+            "strata_log_cleaner_lag_seconds",
+            "gauge",
+            "Age of the oldest dirty segment (by its newest record); 0 when nothing is dirty. A pass is forced at max.compaction.lag.ms.",
+        ),
+        |l| {
+            let now = crate::clock::now_ms();
+            l.cleanability(now)
+                .map_or(0.0, |c| (now - c.dirty_since_ms).max(0) as f64 / 1e3)
+        },
+    ),
+    (
+        (
+            "strata_log_cleaner_passes_total",
+            "counter",
+            "Cleaning passes over the partition.",
+        ),
+        |l| n(&l.cleaner_stats.passes),
+    ),
+    (
+        (
+            "strata_log_cleaner_errors_total",
+            "counter",
+            "Cleaning passes that failed (the log was left as it was).",
+        ),
+        |l| n(&l.cleaner_stats.errors),
+    ),
+    (
+        (
+            "strata_log_cleaner_read_bytes_total",
+            "counter",
+            "Bytes the cleaner read: the dirty section for its map, then every segment it rewrote.",
+        ),
+        |l| n(&l.cleaner_stats.bytes_read),
+    ),
+    (
+        (
+            "strata_log_cleaner_written_bytes_total",
+            "counter",
+            "Bytes of cleaned segments the cleaner wrote.",
+        ),
+        |l| n(&l.cleaner_stats.bytes_written),
+    ),
+    (
+        (
+            "strata_log_cleaner_removed_records_total",
+            "counter",
+            "Records compaction removed (superseded values, expired tombstones).",
+        ),
+        |l| n(&l.cleaner_stats.records_removed),
+    ),
+    (
+        (
+            "strata_log_cleaner_remote_segments_replaced_total",
+            "counter",
+            "Segments in the object store replaced by their cleaned version, or removed.",
+        ),
+        |l| n(&l.cleaner_stats.remote_segments_replaced),
+    ),
+];
+
 /// Per-partition families of tiered partitions.
 const TIERING_FAMILIES: &[TieringFamily] = &[
     (
@@ -214,6 +289,22 @@ const TIERING_FAMILIES: &[TieringFamily] = &[
             "Bytes of sealed local segments not yet in the object store.",
         ),
         |p, _| n(&p.stats.copy_lag_bytes),
+    ),
+    (
+        (
+            "strata_remote_compaction_read_bytes_total",
+            "counter",
+            "Bytes of remote segments the cleaner read from the object store (a local copy costs nothing).",
+        ),
+        |p, _| n(&p.stats.compaction_bytes_read),
+    ),
+    (
+        (
+            "strata_remote_compaction_written_bytes_total",
+            "counter",
+            "Bytes of cleaned segments the cleaner uploaded in place of remote ones.",
+        ),
+        |p, _| n(&p.stats.compaction_bytes_written),
     ),
     (
         (
@@ -423,14 +514,21 @@ fn labels(topic: &str, partition: i32) -> String {
 
 pub fn render(s: &HttpState) -> String {
     let mut families: Vec<Family> = LOG_FAMILIES.iter().map(|(d, _)| family(*d)).collect();
+    let mut cleaner: Vec<Family> = CLEANER_FAMILIES.iter().map(|(d, _)| family(*d)).collect();
     for t in s.logs.topics() {
         for log in t.partitions() {
             let l = labels(&t.name, log.partition());
             for (f, (_, value)) in families.iter_mut().zip(LOG_FAMILIES) {
                 f.samples.push((l.clone(), value(&log)));
             }
+            if log.config().compacted {
+                for (f, (_, value)) in cleaner.iter_mut().zip(CLEANER_FAMILIES) {
+                    f.samples.push((l.clone(), value(&log)));
+                }
+            }
         }
     }
+    families.extend(cleaner);
     families.push(histogram(
         (
             "strata_log_commit_seconds",

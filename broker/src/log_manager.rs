@@ -579,6 +579,18 @@ impl LogManager {
         Ok(())
     }
 
+    /// Logs the cleaner may take: a log that may have a part in the bucket
+    /// waits until that part is attached (a pass covers the whole log).
+    fn cleanable_logs(&self) -> Vec<Arc<PartitionLog>> {
+        let tiering = self.tiering.load(std::sync::atomic::Ordering::Acquire);
+        self.all_logs()
+            .into_iter()
+            .filter(|l| {
+                !tiering || crate::topic_name::is_internal(l.topic()) || l.tiered_part().is_some()
+            })
+            .collect()
+    }
+
     fn all_logs(&self) -> Vec<Arc<PartitionLog>> {
         self.topics().iter().flat_map(|t| t.partitions()).collect()
     }
@@ -617,7 +629,7 @@ impl LogManager {
         });
         if self.broker.bool("log.cleaner.enable") {
             let me = self.clone();
-            crate::log::cleaner::start_cleaners(&self.broker, move || me.all_logs());
+            crate::log::cleaner::start_cleaners(&self.broker, move || me.cleanable_logs());
         }
         let me = self.clone();
         let interval = Duration::from_millis(

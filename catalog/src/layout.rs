@@ -63,6 +63,23 @@ impl PartitionPath {
     }
 }
 
+impl PartitionPath {
+    /// Key of one file of a segment the cleaner rewrote: `tag` tells it
+    /// from the original and from other rewrites of the same segment.
+    pub fn cleaned_segment_object(
+        &self,
+        base_offset: i64,
+        writer_epoch: u64,
+        tag: &str,
+        kind: &str,
+    ) -> Path {
+        Path::from(format!(
+            "{}/segments/{base_offset:020}-{writer_epoch}-{tag}.{kind}",
+            self.root()
+        ))
+    }
+}
+
 fn prefixed(prefix: &str, rest: &str) -> String {
     let prefix = prefix.trim_matches('/');
     if prefix.is_empty() {

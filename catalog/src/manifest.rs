@@ -42,8 +42,13 @@ pub struct PartitionManifest {
     pub owner: String,
     /// Offsets below this are gone from remote storage (total retention).
     pub log_start_offset: i64,
-    /// Sorted by base offset, contiguous, non-overlapping.
+    /// Sorted by base offset, non-overlapping; contiguous except where
+    /// compaction emptied a segment (its offsets have no records left).
     pub segments: Vec<RemoteSegment>,
+    /// The offset after the last one ever tiered, when compaction removed
+    /// the segment that ended there (otherwise the last segment says it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_offset: Option<i64>,
 }
 
 impl PartitionManifest {
@@ -54,12 +59,17 @@ impl PartitionManifest {
             owner: String::new(),
             log_start_offset: 0,
             segments: Vec::new(),
+            end_offset: None,
         }
     }
 
     /// The offset after the last remote segment (where the next upload must start), if any.
     pub fn next_offset(&self) -> Option<i64> {
-        self.segments.last().map(|s| s.next_offset())
+        let last = self.segments.last().map(|s| s.next_offset());
+        match (last, self.end_offset) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The earliest offset still readable remotely.
@@ -106,6 +116,37 @@ impl PartitionManifest {
         }
         self.segments.push(seg);
         Ok(())
+    }
+
+    /// Replaces segments by their compacted versions (`None`: compaction
+    /// left no record, the entry goes). A replacement applies only if the
+    /// manifest still holds the very segment it was made from (same base
+    /// offset and object); returns the segments replaced or removed.
+    pub fn replace_segments(
+        &mut self,
+        replacements: &[(RemoteSegment, Option<RemoteSegment>)],
+    ) -> Vec<RemoteSegment> {
+        let end = self.next_offset();
+        let mut replaced = Vec::new();
+        for (old, new) in replacements {
+            let Ok(i) = self
+                .segments
+                .binary_search_by_key(&old.base_offset, |s| s.base_offset)
+            else {
+                continue;
+            };
+            if self.segments[i].log_key != old.log_key {
+                continue;
+            }
+            match new {
+                Some(n) => replaced.push(std::mem::replace(&mut self.segments[i], n.clone())),
+                None => replaced.push(self.segments.remove(i)),
+            }
+        }
+        if self.segments.last().map(|s| s.next_offset()) != end {
+            self.end_offset = end;
+        }
+        replaced
     }
 
     /// Removes segments entirely below `offset`, raising the log start
@@ -160,5 +201,42 @@ pub(crate) mod tests {
         assert_eq!(m.log_start_offset, 100);
         assert_eq!(m.earliest_offset(), Some(100));
         assert_eq!(m.next_offset(), Some(300));
+    }
+
+    #[test]
+    fn compacted_segments_replace_the_originals_and_the_end_stays() {
+        let mut m = PartitionManifest::empty();
+        for b in [0, 100, 200] {
+            m.push(seg(b, b + 99, b)).unwrap();
+        }
+        let mut cleaned = seg(0, 99, 0);
+        cleaned.log_key = "0-cleaned.log".into();
+        cleaned.size_bytes = 10;
+        let mut stale = seg(100, 199, 100);
+        stale.log_key = "not-the-current-object.log".into();
+        let replaced = m.replace_segments(&[
+            (seg(0, 99, 0), Some(cleaned.clone())),
+            (stale, None),
+            (seg(200, 299, 200), None),
+        ]);
+        assert_eq!(
+            replaced.len(),
+            2,
+            "a replacement made from another object is skipped"
+        );
+        assert_eq!(m.segments, vec![cleaned, seg(100, 199, 100)]);
+        assert_eq!(
+            m.next_offset(),
+            Some(300),
+            "uploads go on where they stopped"
+        );
+        assert!(m.push(seg(250, 260, 0)).is_err());
+        m.push(seg(300, 399, 0)).unwrap();
+        assert_eq!(m.segment_for_offset(250).unwrap().base_offset, 300);
+        let json = serde_json::to_string(&PartitionManifest::empty()).unwrap();
+        assert!(
+            !json.contains("end_offset"),
+            "old readers see the same manifest"
+        );
     }
 }

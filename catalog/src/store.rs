@@ -128,6 +128,35 @@ impl PartitionCatalog {
         Ok(removed)
     }
 
+    /// Swaps compacted segments in with one conditional PUT, so a reader
+    /// sees the old set or the new one, never a mix. Returns the segments
+    /// replaced or removed; their objects may go once readers drained
+    /// ([`Self::unreferenced_keys`]).
+    pub async fn replace_segments(
+        &mut self,
+        replacements: &[(RemoteSegment, Option<RemoteSegment>)],
+    ) -> Result<Vec<RemoteSegment>, CatalogError> {
+        let mut replaced = Vec::new();
+        self.commit(|m| {
+            replaced = m.replace_segments(replacements);
+            Ok(())
+        })
+        .await?;
+        Ok(replaced)
+    }
+
+    /// The object keys of `segs` that the current manifest does not
+    /// reference (a compacted segment keeps its original's producer
+    /// snapshot object).
+    pub fn unreferenced_keys(&self, segs: &[RemoteSegment]) -> Vec<String> {
+        let referenced = referenced_keys(&self.current);
+        segs.iter()
+            .flat_map(object_keys)
+            .filter(|k| !referenced.contains(k))
+            .map(str::to_string)
+            .collect()
+    }
+
     /// Applies `change` to the latest manifest and writes it as the next
     /// version, as long as this writer still owns the partition.
     async fn commit(
@@ -171,20 +200,7 @@ impl PartitionCatalog {
     /// writer that crashed or was fenced between upload and commit. Only the
     /// owner may call this, before it starts uploading. Returns how many.
     pub async fn delete_orphans(&self) -> Result<usize, CatalogError> {
-        let referenced: std::collections::HashSet<&str> = self
-            .current
-            .segments
-            .iter()
-            .flat_map(|s| {
-                [
-                    Some(s.log_key.as_str()),
-                    Some(s.index_key.as_str()),
-                    Some(s.time_index_key.as_str()),
-                    s.producer_snapshot_key.as_deref(),
-                ]
-            })
-            .flatten()
-            .collect();
+        let referenced = referenced_keys(&self.current);
         let objects: Vec<_> = self
             .store
             .list(Some(&self.path.segments_dir()))
@@ -205,25 +221,8 @@ impl PartitionCatalog {
 
     /// Deletes the objects of segments removed from the catalog.
     pub async fn delete_segment_objects(&self, segs: &[RemoteSegment]) -> Result<(), CatalogError> {
-        for s in segs {
-            let keys = [
-                Some(&s.log_key),
-                Some(&s.index_key),
-                Some(&s.time_index_key),
-                s.producer_snapshot_key.as_ref(),
-            ];
-            for k in keys.into_iter().flatten() {
-                match self
-                    .store
-                    .delete(&object_store::path::Path::from(k.as_str()))
-                    .await
-                {
-                    Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-        }
-        Ok(())
+        let keys: Vec<&str> = segs.iter().flat_map(object_keys).collect();
+        delete_keys(&*self.store, &keys).await
     }
 
     /// Deletes all but the newest `keep` manifest versions.
@@ -239,6 +238,39 @@ impl PartitionCatalog {
         }
         Ok(doomed)
     }
+}
+
+/// Deletes objects by key; one already gone counts as deleted.
+pub async fn delete_keys<S: AsRef<str>>(
+    store: &dyn ObjectStore,
+    keys: &[S],
+) -> Result<(), CatalogError> {
+    for k in keys {
+        match store
+            .delete(&object_store::path::Path::from(k.as_ref()))
+            .await
+        {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Every object key of one segment.
+fn object_keys(s: &RemoteSegment) -> impl Iterator<Item = &str> {
+    [
+        Some(s.log_key.as_str()),
+        Some(s.index_key.as_str()),
+        Some(s.time_index_key.as_str()),
+        s.producer_snapshot_key.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+}
+
+fn referenced_keys(m: &PartitionManifest) -> std::collections::HashSet<&str> {
+    m.segments.iter().flat_map(object_keys).collect()
 }
 
 async fn list_versions(

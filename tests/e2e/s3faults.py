@@ -49,6 +49,16 @@ class Request:
     def part_upload(self) -> bool:
         return "partNumber=" in self.query
 
+    @property
+    def kind(self) -> str:
+        """The S3 operation, roughly: GET, PUT, HEAD, DELETE, LIST, PART,
+        POST (multipart create/complete)."""
+        if self.method == "GET" and "list-type=" in self.query:
+            return "LIST"
+        if self.part_upload:
+            return "PART"
+        return self.method
+
 
 @dataclass
 class Rule:
@@ -73,6 +83,8 @@ class S3FaultProxy:
         self.rules: list[Rule] = []
         self.counts: Counter = Counter()
         self.requests = 0
+        # Requests seen, by Request.kind.
+        self.by_kind: Counter = Counter()
         self._lock = threading.Lock()
         self._conns: set[socket.socket] = set()
         self._listener: socket.socket | None = None
@@ -97,6 +109,7 @@ class S3FaultProxy:
     def _decide(self, req: Request) -> Rule | None:
         with self._lock:
             self.requests += 1
+            self.by_kind[req.kind] += 1
             for r in self.rules:
                 if not r.active() or (r.match is not None and not r.match(req)):
                     continue

@@ -323,7 +323,9 @@ class FileBucket:
 
 
 MANIFEST_KEY = re.compile(r"^topics/([^/]+)/([^/]+)/(\d+)/manifest/(\d{20})\.json$")
-SEGMENT_KEY = re.compile(r"^topics/([^/]+)/([^/]+)/(\d+)/segments/(\d{20})-(\d+)\.(log|index|timeindex|snapshot)$")
+# A segment's objects; a segment the cleaner rewrote has a tag after the epoch.
+SEGMENT_KEY = re.compile(r"^topics/([^/]+)/([^/]+)/(\d+)/segments/(\d{20})-(\d+)(?:-(c[0-9a-f-]+))?"
+                         r"\.(log|index|timeindex|snapshot)$")
 
 
 def topic_ids(bucket, topic: str) -> set[str]:
@@ -363,10 +365,11 @@ def manifest(bucket, topic: str, partition: int) -> dict | None:
     raise AssertionError(f"could not read a stable manifest of {topic}/{partition}")
 
 
-def check_manifest(m: dict, what: str = "manifest") -> int:
-    """Assert the manifest's segments are sorted, contiguous and
+def check_manifest(m: dict, what: str = "manifest", compacted: bool = False) -> int:
+    """Assert the manifest's segments are sorted, contiguous (for a
+    compacted topic: with gaps where compaction emptied a segment) and
     non-overlapping, with sane fields; return the offset after the last one
-    (0 if empty)."""
+    ever tiered (0 if none)."""
     segs = m["segments"]
     for field in ("version", "writer_epoch", "owner", "log_start_offset", "segments"):
         assert field in m, f"{what} lacks field {field!r}: {sorted(m)}"
@@ -378,30 +381,33 @@ def check_manifest(m: dict, what: str = "manifest") -> int:
         assert s["base_offset"] <= s["last_offset"], f"{what}: empty/inverted segment {s}"
         assert s["size_bytes"] > 0, f"{what}: zero-size segment {s}"
         assert s["writer_epoch"] <= m["writer_epoch"], f"{what}: segment from a future epoch {s}"
-        if prev is not None:
+        if prev is not None and compacted:
+            assert s["base_offset"] > prev["last_offset"], f"{what}: overlapping segments {prev} {s}"
+        elif prev is not None:
             assert s["base_offset"] == prev["last_offset"] + 1, (
                 f"{what}: segments not contiguous / overlapping: "
                 f"[{prev['base_offset']}..{prev['last_offset']}] then [{s['base_offset']}..{s['last_offset']}]")
         prev = s
-    return segs[-1]["last_offset"] + 1 if segs else 0
+    return max(segs[-1]["last_offset"] + 1 if segs else 0, m.get("end_offset") or 0)
 
 
-def remote_end(bucket, topic: str, partition: int = 0) -> int:
+def remote_end(bucket, topic: str, partition: int = 0, compacted: bool = False) -> int:
     """Offset after the last tiered segment (0 if none), after checking the manifest."""
     m = manifest(bucket, topic, partition)
-    return check_manifest(m) if m else 0
+    return check_manifest(m, compacted=compacted) if m else 0
 
 
-def wait_remote_end(bucket, topic: str, partition: int, at_least: int, timeout: float = 60.0) -> dict:
+def wait_remote_end(bucket, topic: str, partition: int, at_least: int, timeout: float = 60.0,
+                    compacted: bool = False) -> dict:
     """Wait until the partition's manifest covers offsets below `at_least`; return it."""
     def covered():
         m = manifest(bucket, topic, partition)
-        if m and check_manifest(m) >= at_least:
+        if m and check_manifest(m, compacted=compacted) >= at_least:
             return m
         return None
     return kutil.wait_until(covered, timeout, interval=0.25,
                             what=f"{topic}/{partition}: manifest covering offsets < {at_least} "
-                                 f"(now {remote_end(bucket, topic, partition)})")
+                                 f"(now {remote_end(bucket, topic, partition, compacted)})")
 
 
 def segment_objects(bucket, topic: str, partition: int) -> list[tuple[int, int, str]]:
@@ -413,7 +419,7 @@ def segment_objects(bucket, topic: str, partition: int) -> list[tuple[int, int, 
     for k in bucket.keys(f"{root}/{partition}/segments/"):
         m = SEGMENT_KEY.match(k)
         assert m, f"unexpected object under segments/: {k}"
-        out.append((int(m.group(4)), int(m.group(5)), m.group(6)))
+        out.append((int(m.group(4)), int(m.group(5)), m.group(7)))
     return sorted(out)
 
 

@@ -9,15 +9,21 @@
 //! retention to the remote part ([`policy`]). The bucket itself is opened
 //! by `strata_catalog::bucket`.
 //!
+//! [`compaction::CompactionLease`] is the bucket's side of compacting a
+//! tiered partition: the broker's cleaner reads, rewrites and swaps remote
+//! segments through it.
+//!
 //! It must never delete a local segment the catalog has not recorded, and it
 //! uses `catalog` only; the partition log is reached through
 //! [`manager::LocalLog`].
 
+pub mod compaction;
 pub mod error;
 pub mod manager;
 pub mod policy;
 pub mod upload;
 
+pub use compaction::CompactionLease;
 pub use error::TieringError;
 pub use manager::{LocalLog, ManagerOptions, PartitionStats, RemoteLogManager, RemotePartition};
 pub use policy::{LocalSegmentInfo, TieringPolicy};

@@ -42,6 +42,11 @@ pub trait LocalLog: Send + Sync + 'static {
     fn set_remote_log_start(&self, offset: Option<i64>);
     /// The partition was deleted or the broker is stopping.
     fn is_closed(&self) -> bool;
+    /// Uploads stop below this offset: a compacted log's first dirty
+    /// offset, so that the bucket only receives cleaned segments.
+    fn upload_end(&self) -> Option<i64> {
+        None
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -79,6 +84,10 @@ pub struct PartitionStats {
     pub copy_lag_segments: AtomicU64,
     pub copy_lag_bytes: AtomicU64,
     pub fenced: AtomicBool,
+    /// Remote segment bytes the cleaner downloaded and uploaded
+    /// (`crate::compaction`).
+    pub compaction_bytes_read: AtomicU64,
+    pub compaction_bytes_written: AtomicU64,
 }
 
 /// A tiered partition as readers see it: the latest manifest this broker
@@ -91,6 +100,11 @@ pub struct RemotePartition {
     manifest: RwLock<Arc<PartitionManifest>>,
     pub stats: PartitionStats,
     wake: Notify,
+    /// The catalog writer, once claimed. The tiering task holds it for a
+    /// round, the cleaner for a pass over the remote part: one at a time.
+    pub(crate) writer: Arc<tokio::sync::Mutex<Option<PartitionCatalog>>>,
+    /// Remote storage is off and the bucket has nothing of this partition.
+    pub(crate) nothing_remote: AtomicBool,
 }
 
 impl RemotePartition {
@@ -100,7 +114,7 @@ impl RemotePartition {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
-    fn publish(&self, m: &PartitionManifest) {
+    pub(crate) fn publish(&self, m: &PartitionManifest) {
         *self.manifest.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(m.clone());
     }
     /// Runs the partition's next round now (after a config change).
@@ -150,6 +164,10 @@ impl RemoteLogManager {
         &self.store
     }
 
+    pub fn upload_options(&self) -> &crate::upload::UploadOptions {
+        &self.opts.upload
+    }
+
     /// Whether the last object store operation succeeded.
     pub fn store_available(&self) -> bool {
         self.store_available.load(Ordering::Relaxed)
@@ -196,6 +214,8 @@ impl RemoteLogManager {
             manifest: RwLock::new(Arc::new(PartitionManifest::empty())),
             stats: PartitionStats::default(),
             wake: Notify::new(),
+            writer: Arc::new(tokio::sync::Mutex::new(None)),
+            nothing_remote: AtomicBool::new(false),
         });
         let path = PartitionPath::new(&self.prefix, &key.0, topic_id, key.1);
         let mut task = PartitionTask {
@@ -203,8 +223,6 @@ impl RemoteLogManager {
             log,
             rp: rp.clone(),
             path,
-            catalog: None,
-            nothing_remote: false,
             last_gc_version: 0,
         };
         task.load_view().await;
@@ -236,10 +254,6 @@ struct PartitionTask {
     log: Arc<dyn LocalLog>,
     rp: Arc<RemotePartition>,
     path: PartitionPath,
-    /// The writer handle, once claimed.
-    catalog: Option<PartitionCatalog>,
-    /// Remote storage is off and the bucket has nothing of this partition.
-    nothing_remote: bool,
     last_gc_version: u64,
 }
 
@@ -315,14 +329,16 @@ impl PartitionTask {
             // segment.ms, then uploaded below.
             self.log.roll_if_expired(now);
         }
-        if self.catalog.is_none() {
-            if !policy.remote_enabled && self.nothing_remote {
+        let writer = self.rp.writer.clone();
+        let mut writer = writer.lock().await;
+        if writer.is_none() {
+            if !policy.remote_enabled && self.rp.nothing_remote.load(Ordering::Relaxed) {
                 update_lag(&self.rp, &self.log.sealed_segments(), None);
                 return;
             }
             match self.claim(policy).await {
-                Ok(true) => {}
-                Ok(false) => return,
+                Ok(Some(cat)) => *writer = Some(cat),
+                Ok(None) => return,
                 Err(e) => {
                     if let TieringError::Catalog(ce @ CatalogError::Fenced { .. }) = &e {
                         self.fenced(ce);
@@ -333,7 +349,8 @@ impl PartitionTask {
                 }
             }
         }
-        if let Err(e) = self.upload_and_retain(policy, now).await {
+        let Some(cat) = writer.as_mut() else { return };
+        if let Err(e) = self.upload_and_retain(cat, policy, now).await {
             match &e {
                 TieringError::Catalog(ce @ CatalogError::Fenced { .. }) => self.fenced(ce),
                 _ => self.failed("tiering", &e),
@@ -341,16 +358,19 @@ impl PartitionTask {
         }
     }
 
-    /// Becomes the partition's writer. Ok(false): nothing to manage (remote
+    /// Becomes the partition's writer. Ok(None): nothing to manage (remote
     /// storage off and nothing in the bucket).
-    async fn claim(&mut self, policy: TieringPolicy) -> Result<bool, TieringError> {
+    async fn claim(
+        &mut self,
+        policy: TieringPolicy,
+    ) -> Result<Option<PartitionCatalog>, TieringError> {
         if !policy.remote_enabled {
             let view = PartitionCatalog::open(self.mgr.store.clone(), self.path.clone()).await?;
             self.mgr.note_store(true);
             self.publish(view.manifest());
             if view.manifest().segments.is_empty() {
-                self.nothing_remote = true;
-                return Ok(false);
+                self.rp.nothing_remote.store(true, Ordering::Relaxed);
+                return Ok(None);
             }
         }
         let cat =
@@ -365,10 +385,10 @@ impl PartitionTask {
             }
             Err(e) => tracing::warn!(error = %e, "could not delete orphan segment objects"),
         }
+        self.rp.nothing_remote.store(false, Ordering::Relaxed);
         self.publish(cat.manifest());
         self.last_gc_version = cat.manifest().version;
-        self.catalog = Some(cat);
-        Ok(true)
+        Ok(Some(cat))
     }
 }
 
@@ -390,15 +410,17 @@ fn update_lag(rp: &RemotePartition, sealed: &[LocalSegmentInfo], remote_end: Opt
 impl PartitionTask {
     async fn upload_and_retain(
         &mut self,
+        cat: &mut PartitionCatalog,
         policy: TieringPolicy,
         now: i64,
     ) -> Result<(), TieringError> {
-        let Some(cat) = self.catalog.as_mut() else {
-            return Ok(());
-        };
         let mut sealed = self.log.sealed_segments();
         if policy.remote_enabled {
+            let upload_end = self.log.upload_end();
             for seg in &sealed {
+                if upload_end.is_some_and(|e| seg.segment.last_offset >= e) {
+                    break; // not cleaned yet (a compacted log)
+                }
                 let remote_end = cat.manifest().next_offset();
                 if remote_end.is_some_and(|e| seg.segment.base_offset < e) {
                     if remote_end.is_some_and(|e| seg.segment.last_offset >= e) {

@@ -103,7 +103,7 @@ pub async fn upload_segment(
 }
 
 /// Uploads one file with retries; returns (size, CRC32C) once verified.
-async fn upload_file(
+pub(crate) async fn upload_file(
     store: &Arc<dyn ObjectStore>,
     local: &Path,
     key: &ObjectPath,

@@ -154,7 +154,7 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
         default: "delete",
         validator: Validator::ListOf(&["delete", "compact"]),
         broker_synonym: Some("log.cleanup.policy"),
-        doc: "\"delete\" removes old segments by retention.ms / retention.bytes; \"compact\" keeps the latest record of each key (docs/compaction.md); \"compact,delete\" both. Compacted topics are not tiered yet: their segments stay on local disk.",
+        doc: "\"delete\" removes old segments by retention.ms / retention.bytes; \"compact\" keeps the latest record of each key (docs/compaction.md); \"compact,delete\" both. A compacted topic is tiered like any other; a segment goes to the bucket once the cleaner has cleaned it, and passes clean the bucket's part too.",
     },
     ConfigDef {
         name: "compression.type",
@@ -338,7 +338,7 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
         default: "60000",
         validator: Validator::LongAtLeast(0),
         broker_synonym: Some("log.segment.delete.delay.ms"),
-        doc: "Accepted for Kafka's tools; Strata unlinks a deleted segment at once, since a reader that has it open keeps reading the file.",
+        doc: "How long the bucket keeps the objects of a remote segment that log compaction replaced, for reads planned from the previous manifest. Local files are unlinked at once, since a reader that has one open keeps reading it.",
     },
     ConfigDef {
         name: "compression.gzip.level",
@@ -466,7 +466,7 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         ConfigType::Int,
         "104857600",
         Validator::IntAtLeast(1024),
-        "Segment size of __consumer_offsets; partitions with a closed segment are compacted at the next offsets check.",
+        "Segment size of __consumer_offsets (a compacted topic: the log cleaner cleans its sealed segments).",
     ),
     broker(
         "offsets.retention.minutes",

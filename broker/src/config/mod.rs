@@ -218,6 +218,9 @@ pub struct TopicConfig {
     pub min_compaction_lag_ms: i64,
     pub max_compaction_lag_ms: i64,
     pub delete_retention_ms: i64,
+    /// `file.delete.delay.ms`: how long objects a cleaning pass replaced
+    /// stay in the bucket for reads already planned.
+    pub file_delete_delay_ms: i64,
     /// `compression.type` with its codec's level; `None` for `producer`
     /// (batches are stored as the producer compressed them).
     pub compression: Option<Encoding>,
@@ -269,6 +272,7 @@ impl TopicConfig {
             min_compaction_lag_ms: num("min.compaction.lag.ms"),
             max_compaction_lag_ms: num("max.compaction.lag.ms"),
             delete_retention_ms: num("delete.retention.ms"),
+            file_delete_delay_ms: num("file.delete.delay.ms").max(0),
             compression: Codec::from_name(&get("compression.type")).map(|codec| Encoding {
                 codec,
                 level: match codec {
@@ -282,6 +286,17 @@ impl TopicConfig {
     }
 
     /// The hot window in milliseconds (-1: unlimited).
+    /// Kafka's `maxSegmentMs`: the age at which the active segment is
+    /// rolled. `segment.ms`, or on a compacted topic `max.compaction.lag.ms`
+    /// when that is smaller, so the cleaner can take every record in time.
+    pub fn max_segment_ms(&self) -> i64 {
+        if self.compacted {
+            self.segment_ms.min(self.max_compaction_lag_ms.max(1))
+        } else {
+            self.segment_ms
+        }
+    }
+
     pub fn effective_local_retention_ms(&self) -> i64 {
         if self.local_retention_ms == -2 {
             self.retention_ms
@@ -359,9 +374,6 @@ pub fn effective(
 pub fn tiering_enabled(broker: &BrokerConfig, topic: &str, cfg: &TopicConfig) -> bool {
     broker.bool("remote.log.storage.system.enable")
         && cfg.remote_storage_enable
-        // Compacted topics stay local until the cleaner compacts the
-        // tiered part too (docs/compaction.md).
-        && !cfg.compacted
         && !crate::topic_name::is_internal(topic)
 }
 

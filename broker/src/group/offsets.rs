@@ -1,13 +1,14 @@
 //! Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups,
-//! offset expiry and the compaction of `__consumer_offsets` — the parts of
-//! the [`GroupCoordinator`] that write and read the offsets log.
+//! offset expiry (tombstones; the log cleaner compacts `__consumer_offsets`)
+//! — the parts of the [`GroupCoordinator`] that write and read the offsets
+//! log.
 
 use std::time::Instant;
 
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 
-use super::coordinator::{check_member, code, group_value, GroupCoordinator};
+use super::coordinator::{check_member, code, GroupCoordinator};
 use super::group::{Group, GroupState};
 use super::records::{OffsetValue, RecordKey};
 use super::store::PendingWrite;
@@ -343,72 +344,6 @@ impl GroupCoordinator {
         for id in dead {
             groups.remove(&id);
         }
-    }
-
-    /// Compacts `__consumer_offsets`: for each partition holding more than
-    /// one segment, seals the active segment, rewrites the live state of the
-    /// partition's groups (committed offsets and membership) after it, makes
-    /// that durable, and deletes everything before it. Replaying the
-    /// partition then yields exactly the live state, as after Kafka's log
-    /// cleaner. Holds the coordinator lock throughout, so no commit
-    /// interleaves. Blocking (fsync): run off the async workers.
-    pub fn compact(&self) -> Result<usize, crate::log::LogError> {
-        let groups = self.lock();
-        let mut compacted = 0;
-        for p in 0..self.store.partitions() {
-            let Some(log) = self.store.log(p) else {
-                continue;
-            };
-            if log.segment_count() < 2 {
-                continue;
-            }
-            let before = log.size_bytes();
-            let start = log.roll()?;
-            let mut live = 0usize;
-            for g in groups
-                .values()
-                .filter(|g| self.store.partition_of(&g.id) == p)
-            {
-                let mut records: Vec<(RecordKey, Option<Bytes>)> = g
-                    .offsets
-                    .iter()
-                    .map(|((t, part), v)| {
-                        (
-                            RecordKey::Offset {
-                                group: g.id.clone(),
-                                topic: t.clone(),
-                                partition: *part,
-                            },
-                            Some(v.encode()),
-                        )
-                    })
-                    .collect();
-                if g.generation > 0 || !g.members.is_empty() {
-                    records.push((
-                        RecordKey::Group {
-                            group: g.id.clone(),
-                        },
-                        Some(group_value(g).encode()),
-                    ));
-                }
-                live += records.len();
-                if !records.is_empty() {
-                    self.store.append(&g.id, &records)?;
-                }
-            }
-            log.flush()?;
-            let deleted = log.delete_before(start)?;
-            compacted += 1;
-            tracing::info!(
-                partition = p,
-                live_records = live,
-                segments_deleted = deleted,
-                bytes_before = before,
-                bytes_after = log.size_bytes(),
-                "compacted __consumer_offsets partition"
-            );
-        }
-        Ok(compacted)
     }
 }
 

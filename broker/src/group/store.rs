@@ -45,11 +45,22 @@ impl OffsetsLog {
         segment_bytes: i32,
     ) -> Result<Self, TopicError> {
         let partitions = match logs.topic(OFFSETS_TOPIC) {
-            Some(t) => t.partition_count() as i32,
+            Some(t) => {
+                // A data directory from before the log cleaner took this
+                // topic over: make it compacted, as Kafka's is.
+                if !t.config.get().compacted {
+                    let mut o = t.overrides();
+                    o.insert("cleanup.policy".to_string(), "compact".to_string());
+                    logs.set_topic_overrides(OFFSETS_TOPIC, o, false)?;
+                }
+                t.partition_count() as i32
+            }
             None => {
                 let mut cfg = BTreeMap::new();
-                // Offsets must never age out by time or size; they are
-                // removed by tombstones.
+                // The log cleaner keeps the latest record of each key
+                // (docs/compaction.md); offsets never age out by time or
+                // size, they are removed by tombstones.
+                cfg.insert("cleanup.policy".to_string(), "compact".to_string());
                 cfg.insert("retention.ms".to_string(), "-1".to_string());
                 cfg.insert("retention.bytes".to_string(), "-1".to_string());
                 cfg.insert("segment.bytes".to_string(), segment_bytes.to_string());

@@ -1,8 +1,8 @@
 //! The coordinator's clocks: `tick` runs every timer that is due (member
 //! sessions, KIP-394 pending members, join and sync phases, the initial
 //! rebalance delay) and says when the next one is; `start_background`
-//! sleeps until then, and runs offset expiry and `__consumer_offsets`
-//! compaction on their interval.
+//! sleeps until then, and runs offset expiry on its interval (the log
+//! cleaner compacts `__consumer_offsets`, docs/compaction.md).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -104,17 +104,8 @@ impl GroupCoordinator {
             loop {
                 tick.tick().await;
                 let m = me.clone();
-                let done = tokio::task::spawn_blocking(move || {
-                    m.expire_offsets();
-                    m.compact()
-                })
-                .await;
-                match done {
-                    Ok(Ok(_)) => {}
-                    Ok(Err(e)) => {
-                        tracing::error!(error = %e, "compacting __consumer_offsets failed")
-                    }
-                    Err(e) => tracing::error!(error = %e, "offsets maintenance task failed"),
+                if let Err(e) = tokio::task::spawn_blocking(move || m.expire_offsets()).await {
+                    tracing::error!(error = %e, "offsets expiry task failed");
                 }
             }
         });

@@ -24,9 +24,11 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use strata_catalog::RemoteSegment;
 use strata_format::compaction::{clean_batch, for_each_record, CleanPolicy, Cleaned};
 
 use super::batch::{BatchHeader, BatchScanner};
+use super::cleaner_remote::{OpenedSegment, RemotePass, RemoteView};
 use super::partition_log::{fsync_dir, settings, LogError, PartitionLog};
 use super::segment::{
     file_stem, LogSegment, SegmentSlice, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX,
@@ -118,6 +120,8 @@ pub struct CleanStats {
     pub records_removed: u64,
     /// Dirty ratio that started the pass.
     pub dirty_ratio: f64,
+    /// Remote segments replaced by a cleaned version or removed.
+    pub remote_segments_replaced: u64,
 }
 
 /// A sealed segment as the pass saw it.
@@ -127,7 +131,36 @@ struct SegmentView {
     next_offset: i64,
     size: u64,
     max_timestamp: i64,
-    slice: SegmentSlice,
+    source: Source,
+}
+
+/// Where a segment's bytes are.
+#[derive(Clone)]
+enum Source {
+    Local(SegmentSlice),
+    /// In the bucket; `local_copy` is the same segment inside the hot window.
+    Remote {
+        segment: RemoteSegment,
+        local_copy: Option<SegmentSlice>,
+    },
+}
+
+impl SegmentView {
+    fn open(&self, pass: Option<&RemotePass>) -> Result<OpenedSegment, LogError> {
+        match (&self.source, pass) {
+            (Source::Local(slice), _) => Ok(OpenedSegment::local(slice.clone())),
+            (
+                Source::Remote {
+                    segment,
+                    local_copy,
+                },
+                Some(pass),
+            ) => pass.open(segment, local_copy.as_ref()),
+            (Source::Remote { .. }, None) => Err(LogError::Io(io::Error::other(
+                "a remote segment without the remote part",
+            ))),
+        }
+    }
 }
 
 /// Starts `log.cleaner.threads` OS threads (off the request runtime), each
@@ -191,17 +224,30 @@ pub fn clean_dirtiest(
         let started = Instant::now();
         let result = log.clean(now, map, throttle, false);
         log.cleaning.store(false, Ordering::Release);
+        let stats = &log.cleaner_stats;
         match result {
             Ok(Some(s)) => {
+                stats.passes.fetch_add(1, Ordering::Relaxed);
+                stats.bytes_read.fetch_add(s.bytes_read, Ordering::Relaxed);
+                stats
+                    .bytes_written
+                    .fetch_add(s.bytes_written, Ordering::Relaxed);
+                stats
+                    .records_removed
+                    .fetch_add(s.records_removed, Ordering::Relaxed);
+                stats
+                    .remote_segments_replaced
+                    .fetch_add(s.remote_segments_replaced, Ordering::Relaxed);
                 tracing::info!(topic = %log.topic(), partition = log.partition(),
                     dirty_ratio = s.dirty_ratio, read = s.bytes_read, written = s.bytes_written,
-                    removed = s.records_removed, ms = started.elapsed().as_millis() as u64,
-                    "cleaned");
+                    removed = s.records_removed, remote_replaced = s.remote_segments_replaced,
+                    ms = started.elapsed().as_millis() as u64, "cleaned");
                 return true;
             }
             Ok(None) => {}
             Err(LogError::Closed) => {}
             Err(e) => {
+                stats.errors.fetch_add(1, Ordering::Relaxed);
                 tracing::error!(topic = %log.topic(), partition = log.partition(), error = %e,
                     "cleaning pass failed; the log is left as it was");
             }
@@ -214,6 +260,8 @@ pub fn clean_dirtiest(
 pub struct Cleanability {
     pub dirty_ratio: f64,
     pub due: bool,
+    /// The newest timestamp of the oldest dirty segment (cleaner lag).
+    pub dirty_since_ms: i64,
 }
 
 impl PartitionLog {
@@ -223,42 +271,85 @@ impl PartitionLog {
         if !cfg.compacted || self.is_closed() {
             return None;
         }
-        let (segments, first_dirty) = self.cleanable_segments(now, &cfg);
+        let remote = self
+            .tiered_part()
+            .map(|p| p.remote.manifest().segments.clone())
+            .unwrap_or_default();
+        let (segments, first_dirty) = self.cleanable_segments(now, &cfg, &remote);
         judge(&segments, first_dirty, now, &cfg)
     }
 
     /// Sealed segments below the first uncleanable offset, and the first
-    /// dirty offset.
+    /// dirty offset. A tiered log's remote segments come first; local
+    /// segments the bucket also holds are only their copies.
     fn cleanable_segments(
         &self,
         now: i64,
         cfg: &crate::config::TopicConfig,
+        remote: &[RemoteSegment],
     ) -> (Vec<SegmentView>, i64) {
         let checkpoint = CleanerCheckpoint::load(self.dir());
         let inner = self.lock();
         let active = inner.active().base_offset();
         let lag_cutoff = now.saturating_sub(cfg.min_compaction_lag_ms);
-        let mut out = Vec::new();
+        // A segment with records younger than min.compaction.lag.ms, and
+        // everything after it, waits.
+        let too_young =
+            |max_timestamp: i64| max_timestamp > lag_cutoff && cfg.min_compaction_lag_ms > 0;
+        let remote_end = remote.last().map_or(i64::MIN, |s| s.next_offset());
+        let mut copies = HashMap::new();
+        let mut local = Vec::new();
+        let mut whole = true;
         for (base, seg) in inner.segments.range(..active) {
-            // A segment with records younger than min.compaction.lag.ms,
-            // and everything after it, waits.
-            if seg.max_timestamp() > lag_cutoff && cfg.min_compaction_lag_ms > 0 {
-                break;
-            }
-            if seg.lost_from().is_some() {
+            if too_young(seg.max_timestamp()) || seg.lost_from().is_some() {
                 break;
             }
             let Ok(slice) = seg.slice() else { break };
-            out.push(SegmentView {
+            if seg.next_offset() <= remote_end {
+                copies.insert(*base, (seg.next_offset(), slice));
+                continue;
+            }
+            if *base < remote_end {
+                // Straddles the catalog's end: not a log the cleaner knows.
+                whole = false;
+                break;
+            }
+            local.push(SegmentView {
                 base: *base,
                 next_offset: seg.next_offset(),
                 size: seg.size(),
                 max_timestamp: seg.max_timestamp(),
-                slice,
+                source: Source::Local(slice),
             });
         }
-        let first_dirty = checkpoint.first_dirty.max(inner.log_start_offset);
-        (out, first_dirty)
+        let mut out = Vec::new();
+        for r in remote {
+            if too_young(r.max_timestamp) {
+                whole = false;
+                break;
+            }
+            let local_copy = copies
+                .get(&r.base_offset)
+                .filter(|(next, _)| *next == r.next_offset())
+                .map(|(_, slice)| slice.clone());
+            out.push(SegmentView {
+                base: r.base_offset,
+                next_offset: r.next_offset(),
+                size: r.size_bytes,
+                max_timestamp: r.max_timestamp,
+                source: Source::Remote {
+                    segment: r.clone(),
+                    local_copy,
+                },
+            });
+        }
+        if whole {
+            out.extend(local);
+        }
+        let log_start = remote
+            .first()
+            .map_or(inner.log_start_offset, |r| r.base_offset);
+        (out, checkpoint.first_dirty.max(log_start))
     }
 
     /// One cleaning pass, if the log is compacted and dirty enough (or
@@ -274,7 +365,16 @@ impl PartitionLog {
         if !cfg.compacted {
             return Ok(None);
         }
-        let (segments, first_dirty) = self.cleanable_segments(now, &cfg);
+        // A tiered log: hold the catalog writer for the whole pass.
+        let (mut pass, remote) = match self.tiered_part() {
+            None => (None, Vec::new()),
+            Some(part) => match RemotePass::begin(part, self.dir())? {
+                RemoteView::Local => (None, Vec::new()),
+                RemoteView::NotReady => return Ok(None),
+                RemoteView::Segments(pass, remote) => (Some(pass), remote),
+            },
+        };
+        let (segments, first_dirty) = self.cleanable_segments(now, &cfg, &remote);
         let Some(c) = judge(&segments, first_dirty, now, &cfg) else {
             return Ok(None);
         };
@@ -297,7 +397,8 @@ impl PartitionLog {
         let mut map_end = first_dirty;
         'dirty: for seg in segments.iter().filter(|s| s.next_offset > first_dirty) {
             let mut full = false;
-            for_each_batch(&seg.slice, |bytes, h| {
+            let opened = seg.open(pass.as_ref())?;
+            for_each_batch(&opened.slice, |bytes, h| {
                 stats.bytes_read += h.size as u64;
                 throttle.account(h.size);
                 if full || h.last_offset() < first_dirty || h.is_control() {
@@ -340,7 +441,50 @@ impl PartitionLog {
         let tmp = self.dir().join(TMP_DIR);
         let _ = fs::remove_dir_all(&tmp);
         fs::create_dir_all(&tmp)?;
-        let to_clean: Vec<&SegmentView> = segments.iter().filter(|s| s.base < map_end).collect();
+        let mut rewrite = Rewrite {
+            policy: &policy,
+            producers: &producers,
+            map: &*map,
+            stats: &mut stats,
+            throttle: &mut *throttle,
+        };
+        // The bucket's segments first: each cleaned one is uploaded, then
+        // one manifest swap replaces them all.
+        if let Some(pass) = pass.as_mut() {
+            let mut replacements = Vec::new();
+            for view in segments.iter().filter(|s| s.base < map_end) {
+                let Source::Remote { segment, .. } = &view.source else {
+                    continue;
+                };
+                let opened = view.open(Some(pass))?;
+                let stem = file_stem(view.base);
+                let tmp_log = tmp.join(format!("{stem}{LOG_SUFFIX}"));
+                let (written, changed) =
+                    self.rewrite_into(&opened.slice, &tmp_log, &mut rewrite)?;
+                drop(opened);
+                let cleaned = if !changed {
+                    None
+                } else if written > 0 {
+                    let max_timestamp = build_indexes(&tmp, view.base, settings(&cfg))?;
+                    Some(Some(pass.upload(segment, &tmp, max_timestamp)?))
+                } else {
+                    Some(None)
+                };
+                for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+                    let _ = fs::remove_file(tmp.join(format!("{stem}{suffix}")));
+                }
+                if let Some(cleaned) = cleaned {
+                    rewrite.stats.bytes_written += written;
+                    replacements.push((segment.clone(), cleaned));
+                }
+            }
+            let delay = Duration::from_millis(cfg.file_delete_delay_ms as u64);
+            rewrite.stats.remote_segments_replaced = pass.commit(self, replacements, delay)? as u64;
+        }
+        let to_clean: Vec<&SegmentView> = segments
+            .iter()
+            .filter(|s| s.base < map_end && matches!(s.source, Source::Local(_)))
+            .collect();
         for group in groups(&to_clean, cfg.segment_bytes) {
             let base = group[0].base;
             let end = group.last().map(|s| s.next_offset).unwrap_or(base);
@@ -348,36 +492,15 @@ impl PartitionLog {
             let mut out = BufWriter::with_capacity(1 << 20, fs::File::create(&tmp_log)?);
             let mut written = 0u64;
             for seg in &group {
-                for_each_batch(&seg.slice, |bytes, h| {
-                    stats.bytes_read += h.size as u64;
-                    let retain_empty = h.producer_id >= 0
-                        && producers.get(&h.producer_id) == Some(&h.last_offset());
-                    let cleaned = clean_batch(bytes, &policy, retain_empty, |r| match r.key {
-                        None => false,
-                        Some(k) => map.get(k).is_none_or(|latest| r.offset >= latest),
-                    });
-                    let kept: &[u8] = match &cleaned {
-                        Ok(Cleaned::Unchanged) => bytes,
-                        Ok(Cleaned::Rewritten(b)) => b,
-                        Ok(Cleaned::Removed) => &[],
-                        Err(e) => {
-                            // Never lose what cannot be read: keep it whole.
-                            tracing::warn!(topic = %self.topic(), partition = self.partition(),
-                                offset = h.base_offset, error = %e, "cleaner kept a batch it could not rewrite");
-                            bytes
-                        }
-                    };
-                    stats.records_removed += removed_records(h, kept);
-                    out.write_all(kept)?;
-                    written += kept.len() as u64;
-                    throttle.account(h.size + kept.len());
-                    Ok(())
-                })?;
+                let Source::Local(slice) = &seg.source else {
+                    continue;
+                };
+                written += self.rewrite_batches(slice, &mut out, &mut rewrite)?.0;
             }
             let file = out.into_inner().map_err(|e| e.into_error())?;
             file.sync_all()?;
             drop(file);
-            stats.bytes_written += written;
+            rewrite.stats.bytes_written += written;
             // The gap rule must know about this group before it is visible.
             checkpoint.cleaned_through = checkpoint.cleaned_through.max(end);
             checkpoint.store(self.dir())?;
@@ -387,6 +510,59 @@ impl PartitionLog {
         checkpoint.first_dirty = checkpoint.first_dirty.max(map_end);
         checkpoint.store(self.dir())?;
         Ok(Some(stats))
+    }
+
+    /// Writes `slice`'s batches as the pass keeps them to `out`; returns the
+    /// bytes written and whether any batch changed.
+    fn rewrite_batches(
+        &self,
+        slice: &SegmentSlice,
+        out: &mut impl Write,
+        rw: &mut Rewrite<'_>,
+    ) -> Result<(u64, bool), LogError> {
+        let (mut written, mut changed) = (0u64, false);
+        for_each_batch(slice, |bytes, h| {
+            rw.stats.bytes_read += h.size as u64;
+            let retain_empty =
+                h.producer_id >= 0 && rw.producers.get(&h.producer_id) == Some(&h.last_offset());
+            let map = &*rw.map;
+            let cleaned = clean_batch(bytes, rw.policy, retain_empty, |r| match r.key {
+                None => false,
+                Some(k) => map.get(k).is_none_or(|latest| r.offset >= latest),
+            });
+            let kept: &[u8] = match &cleaned {
+                Ok(Cleaned::Unchanged) => bytes,
+                Ok(Cleaned::Rewritten(b)) => b,
+                Ok(Cleaned::Removed) => &[],
+                Err(e) => {
+                    // Never lose what cannot be read: keep it whole.
+                    tracing::warn!(topic = %self.topic(), partition = self.partition(),
+                        offset = h.base_offset, error = %e, "cleaner kept a batch it could not rewrite");
+                    bytes
+                }
+            };
+            changed |= !matches!(cleaned, Ok(Cleaned::Unchanged) | Err(_));
+            rw.stats.records_removed += removed_records(h, kept);
+            out.write_all(kept)?;
+            written += kept.len() as u64;
+            rw.throttle.account(h.size + kept.len());
+            Ok(())
+        })?;
+        Ok((written, changed))
+    }
+
+    /// [`Self::rewrite_batches`] into a new file at `path`, made durable.
+    fn rewrite_into(
+        &self,
+        slice: &SegmentSlice,
+        path: &Path,
+        rw: &mut Rewrite<'_>,
+    ) -> Result<(u64, bool), LogError> {
+        let mut out = BufWriter::with_capacity(1 << 20, fs::File::create(path)?);
+        let done = self.rewrite_batches(slice, &mut out, rw)?;
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        Ok(done)
     }
 
     /// Replaces `group` by the cleaned segment in `tmp` (none if it came
@@ -401,21 +577,10 @@ impl PartitionLog {
     ) -> Result<(), LogError> {
         let seg_settings = settings(cfg);
         // Build the indexes outside the partition lock.
-        let cleaned = if size > 0 {
-            let (seg, report) = LogSegment::open(tmp, base, seg_settings, true)?;
-            if report.truncated_bytes > 0 {
-                return Err(LogError::Io(io::Error::other(format!(
-                    "the cleaned segment at {base} failed its own check: {:?}",
-                    report.stopped_by
-                ))));
-            }
-            let mut seg = seg;
-            seg.seal()?;
-            drop(seg);
-            true
-        } else {
-            false
-        };
+        let cleaned = size > 0;
+        if cleaned {
+            build_indexes(tmp, base, seg_settings)?;
+        }
         let mut inner = self.lock_open()?;
         if !group.iter().all(|g| {
             inner
@@ -459,6 +624,36 @@ impl PartitionLog {
     }
 }
 
+/// What rewriting a segment needs from its pass.
+struct Rewrite<'a> {
+    policy: &'a CleanPolicy,
+    producers: &'a HashMap<i64, i64>,
+    map: &'a OffsetMap,
+    stats: &'a mut CleanStats,
+    throttle: &'a mut Throttle,
+}
+
+/// Checks the cleaned `.log` at `base` in `dir` and writes its indexes
+/// beside it; returns its largest timestamp.
+fn build_indexes(
+    dir: &Path,
+    base: i64,
+    seg_settings: super::segment::SegmentSettings,
+) -> Result<i64, LogError> {
+    let (mut seg, report) = LogSegment::open(dir, base, seg_settings, true)?;
+    if report.truncated_bytes > 0 {
+        return Err(LogError::Io(io::Error::other(format!(
+            "the cleaned segment at {base} failed its own check: {:?}",
+            report.stopped_by
+        ))));
+    }
+    seg.seal()?;
+    let max_timestamp = seg.max_timestamp();
+    drop(seg);
+    super::file_pool::global().forget(&dir.join(format!("{}{LOG_SUFFIX}", file_stem(base))));
+    Ok(max_timestamp)
+}
+
 /// Records a kept batch lost against the original: 0 for an unchanged one.
 fn removed_records(h: &BatchHeader, kept: &[u8]) -> u64 {
     let after = if kept.is_empty() {
@@ -483,15 +678,16 @@ fn judge(
         return None;
     }
     let dirty_ratio = dirty as f64 / total.max(1) as f64;
-    let overdue = segments
+    let dirty_since_ms = segments
         .iter()
         .find(|s| s.next_offset > first_dirty)
-        .is_some_and(|s| {
-            s.max_timestamp >= 0 && s.max_timestamp < now.saturating_sub(cfg.max_compaction_lag_ms)
-        });
+        .map_or(now, |s| s.max_timestamp.max(0));
+    let overdue =
+        dirty_since_ms > 0 && dirty_since_ms < now.saturating_sub(cfg.max_compaction_lag_ms);
     Some(Cleanability {
         dirty_ratio,
         due: dirty_ratio >= cfg.min_cleanable_dirty_ratio || overdue,
+        dirty_since_ms,
     })
 }
 

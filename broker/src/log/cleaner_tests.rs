@@ -242,3 +242,41 @@ fn the_active_segment_and_young_segments_are_not_cleaned() {
     assert!(clean(&log2, crate::clock::now_ms()).is_none());
     assert_eq!(read_all(&log2).len(), 5);
 }
+
+#[test]
+fn max_compaction_lag_rolls_the_active_segment() {
+    // Kafka's maxSegmentMs: a compacted topic's active segment is rolled
+    // at max.compaction.lag.ms when that is below segment.ms, so its
+    // records can be cleaned in time.
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::create(
+        dir.path(),
+        "t",
+        0,
+        config(&["log.cleaner.max.compaction.lag.ms=1000"]),
+    )
+    .unwrap();
+    assert_eq!(log.config().max_segment_ms(), 1000);
+    put(&log, &[("k".into(), Some("v".into()))], Compression::None);
+    let now = crate::clock::now_ms();
+    assert!(!log.roll_if_expired(now).unwrap(), "younger than the lag");
+    assert!(
+        log.roll_if_expired(now + 1_500).unwrap(),
+        "rolled at the lag"
+    );
+    let plain = PartitionLog::create(
+        &dir.path().join("plain"),
+        "t",
+        1,
+        config(&[
+            "log.cleanup.policy=delete",
+            "log.cleaner.max.compaction.lag.ms=1000",
+        ]),
+    )
+    .unwrap();
+    put(&plain, &[("k".into(), Some("v".into()))], Compression::None);
+    assert!(
+        !plain.roll_if_expired(now + 1_500).unwrap(),
+        "only compacted topics"
+    );
+}

@@ -5,6 +5,8 @@ pub mod batch;
 pub mod checkpoint;
 pub mod cleaner;
 pub mod cleaner_checkpoint;
+pub mod cleaner_remote;
+pub mod cleaner_stats;
 pub mod file_pool;
 pub mod group_commit;
 pub mod index;
@@ -13,6 +15,7 @@ pub mod producer_state;
 pub mod retention;
 pub mod sealed;
 pub mod segment;
+pub mod tiered_part;
 pub mod timestamps;
 
 pub use partition_log::{AppendInfo, LogError, PartitionLog, ReadResult, SharedConfig};

@@ -146,6 +146,10 @@ pub struct PartitionLog {
     remote_log_start: AtomicI64,
     /// A cleaner thread holds this partition (`cleaner.rs`).
     pub(super) cleaning: AtomicBool,
+    /// The bucket's part, for compaction of a tiered log (`cleaner_remote.rs`).
+    pub(super) tiered_part: std::sync::RwLock<Option<Arc<super::tiered_part::TieredPart>>>,
+    /// What the cleaner did to this log.
+    pub cleaner_stats: super::cleaner_stats::CleanerStats,
 }
 
 /// Directory name of a partition: `<topic>-<partition>`, as Kafka names it.
@@ -385,6 +389,8 @@ impl PartitionLog {
             closed: AtomicBool::new(false),
             remote_log_start: AtomicI64::new(-1),
             cleaning: AtomicBool::new(false),
+            tiered_part: std::sync::RwLock::new(None),
+            cleaner_stats: Default::default(),
         })
     }
 
@@ -502,7 +508,7 @@ impl PartitionLog {
                 h.size as u64,
                 last,
                 cfg.segment_bytes,
-                cfg.segment_ms,
+                cfg.max_segment_ms(),
                 now,
             ) {
                 self.roll_locked(&mut inner, &cfg)?;

@@ -1,6 +1,6 @@
 //! Removing data from a [`PartitionLog`]: `retention.ms` / `retention.bytes`,
-//! deletion below an offset (`__consumer_offsets` compaction), and rolling
-//! segments on demand or after `segment.ms`.
+//! and rolling segments on demand or after `segment.ms` (for a compacted
+//! topic, also after `max.compaction.lag.ms`).
 
 use super::partition_log::{LogError, PartitionLog};
 use super::segment::{retention_timestamp, LogSegment};
@@ -89,27 +89,17 @@ impl PartitionLog {
         Ok(inner.active().base_offset())
     }
 
-    /// Deletes every segment that lies entirely below `offset` and moves the
-    /// log start offset up to it (never past the log end). Returns the number
-    /// of segments deleted.
-    pub fn delete_before(&self, offset: i64) -> Result<usize, LogError> {
-        let removed = self.delete_segments_before(offset)?;
-        let mut inner = self.lock_open()?;
-        let offset = offset.min(inner.log_end_offset());
-        if offset > inner.log_start_offset {
-            inner.log_start_offset = offset;
-        }
-        Ok(removed)
-    }
-
     /// Rolls the active segment if it is older than `segment.ms` and not empty.
     pub fn roll_if_expired(&self, now: i64) -> Result<bool, LogError> {
         let cfg = self.config();
         let mut inner = self.lock_open()?;
-        if inner
-            .active()
-            .should_roll(0, inner.log_end_offset(), u64::MAX, cfg.segment_ms, now)
-        {
+        if inner.active().should_roll(
+            0,
+            inner.log_end_offset(),
+            u64::MAX,
+            cfg.max_segment_ms(),
+            now,
+        ) {
             self.roll_locked(&mut inner, &cfg)?;
             return Ok(true);
         }

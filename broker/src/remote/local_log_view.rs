@@ -25,8 +25,18 @@ impl LocalLog for LocalLogView {
         let c = self.log.config();
         TieringPolicy {
             remote_enabled: super::tiering_enabled(&self.broker, self.log.topic(), &c),
-            retention_ms: c.retention_ms,
-            retention_bytes: c.retention_bytes,
+            // `cleanup.policy=compact` alone: the remote part lives until
+            // compacted away, as the local one does.
+            retention_ms: if c.delete_retention_applies {
+                c.retention_ms
+            } else {
+                -1
+            },
+            retention_bytes: if c.delete_retention_applies {
+                c.retention_bytes
+            } else {
+                -1
+            },
             local_retention_ms: c.effective_local_retention_ms(),
             local_retention_bytes: c.effective_local_retention_bytes(),
         }
@@ -74,5 +84,13 @@ impl LocalLog for LocalLogView {
     }
     fn is_closed(&self) -> bool {
         self.log.is_closed()
+    }
+    fn upload_end(&self) -> Option<i64> {
+        // A compacted log's segments go to the bucket once cleaned: the
+        // bucket's part is always clean when a pass starts.
+        self.log
+            .config()
+            .compacted
+            .then(|| self.log.first_dirty_offset())
     }
 }

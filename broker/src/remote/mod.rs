@@ -138,3 +138,7 @@ impl TieredStorage {
             .partition(&topic.name, &topic.id.to_string(), partition)
     }
 }
+
+#[cfg(test)]
+#[path = "compaction_tests.rs"]
+mod compaction_tests;

@@ -38,25 +38,32 @@ impl TieredStorage {
         min_one: bool,
     ) -> Result<RemoteRead, PrefetchError> {
         let m = rp.manifest();
-        let offset = offset.max(m.log_start_offset);
-        let i = m.segments.partition_point(|s| s.last_offset < offset);
-        if i >= m.segments.len() {
-            return Ok(RemoteRead::NotRemote);
+        let mut offset = offset.max(m.log_start_offset);
+        let mut i = m.segments.partition_point(|s| s.last_offset < offset);
+        while i < m.segments.len() {
+            let req = ReadRequest {
+                stream: StreamKey {
+                    reader: reader.name.clone(),
+                    topic: rp.topic.clone(),
+                    partition: rp.partition,
+                },
+                class: reader.class,
+                // Read-ahead may continue into the following segments.
+                segments: m.segments[i..].iter().take(8).cloned().collect(),
+                offset,
+                max_bytes,
+                min_one,
+            };
+            let records = self.prefetcher.read(req).await?;
+            if !records.is_empty() || !min_one {
+                return Ok(RemoteRead::Records(records));
+            }
+            // Compaction removed the segment's records from `offset` on:
+            // the next segment holds what comes after.
+            offset = m.segments[i].next_offset();
+            i += 1;
         }
-        let req = ReadRequest {
-            stream: StreamKey {
-                reader: reader.name.clone(),
-                topic: rp.topic.clone(),
-                partition: rp.partition,
-            },
-            class: reader.class,
-            // Read-ahead may continue into the following segments.
-            segments: m.segments[i..].iter().take(8).cloned().collect(),
-            offset,
-            max_bytes,
-            min_one,
-        };
-        Ok(RemoteRead::Records(self.prefetcher.read(req).await?))
+        Ok(RemoteRead::NotRemote)
     }
 
     /// The first record at or after `timestamp` if it lies in a remote
@@ -68,21 +75,33 @@ impl TieredStorage {
         local_start: i64,
     ) -> Result<Option<(i64, i64)>, PrefetchError> {
         let m = rp.manifest();
-        let Some(seg) = m.segment_for_timestamp(timestamp) else {
+        let Some(first) = m.segment_for_timestamp(timestamp) else {
             return Ok(None);
         };
-        if seg.base_offset >= local_start {
-            return Ok(None);
+        let from = m
+            .segments
+            .partition_point(|s| s.base_offset < first.base_offset);
+        // Timestamps are not monotonic (CreateTime): a segment may hold
+        // nothing at or after `timestamp` though an earlier one's maximum
+        // is larger; a later segment then has the answer.
+        for seg in &m.segments[from..] {
+            if seg.base_offset >= local_start {
+                return Ok(None);
+            }
+            if seg.max_timestamp < timestamp {
+                continue;
+            }
+            let Some((_, batch)) = self
+                .prefetcher
+                .batch_at_timestamp(seg.clone(), timestamp)
+                .await?
+            else {
+                continue;
+            };
+            return Ok(first_record_in_batch(batch, i64::MAX, |t| t >= timestamp)
+                .filter(|(o, _)| *o >= m.log_start_offset));
         }
-        let Some((_, batch)) = self
-            .prefetcher
-            .batch_at_timestamp(seg.clone(), timestamp)
-            .await?
-        else {
-            return Ok(None);
-        };
-        Ok(first_record_in_batch(batch, i64::MAX, |t| t >= timestamp)
-            .filter(|(o, _)| *o >= m.log_start_offset))
+        Ok(None)
     }
 
     /// The record with the largest timestamp among remote segments below

@@ -43,9 +43,15 @@ impl TieredStorage {
                         log: log.clone(),
                         broker: self.broker.clone(),
                     });
-                    self.manager
+                    let remote = self
+                        .manager
                         .add_partition(&topic.id.to_string(), tiered)
                         .await;
+                    log.attach_tiered_part(crate::log::cleaner_remote::TieredPart {
+                        manager: self.manager.clone(),
+                        remote,
+                        runtime: tokio::runtime::Handle::current(),
+                    });
                 }
             }
             let meta = metadata_of(&topic);

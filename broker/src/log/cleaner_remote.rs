@@ -1,0 +1,206 @@
+//! The bucket's part in a cleaning pass over a tiered, compacted log
+//! (docs/compaction.md, "Tiered compaction"). A tiered log's whole log is
+//! its remote segments (the catalog's copies are the ones that count; local
+//! copies inside the hot window are only read, never cleaned) followed by
+//! the local segments not uploaded yet. A pass holds the partition's catalog
+//! writer through a [`CompactionLease`], so uploads and retention wait for
+//! it; it reads a remote segment from its local copy when one is on disk,
+//! else with one GET into `cleaner.remote/`; a remote segment the pass
+//! changes is uploaded under new keys, the local copies of everything
+//! replaced are dropped, and one conditional PUT of the manifest swaps the
+//! cleaned segments in.
+//!
+//! Owns the download directory and the glue to `strata-tiering`; never
+//! decides which records stay (that is `cleaner.rs` and
+//! `strata_format::compaction`).
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use strata_catalog::RemoteSegment;
+use strata_tiering::{CompactionLease, SealedSegment};
+
+use super::partition_log::{LogError, PartitionLog};
+use super::segment::{file_stem, SegmentSlice, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
+pub use super::tiered_part::TieredPart;
+
+/// Where remote segments are downloaded for a pass (removed at each start).
+pub const DOWNLOAD_DIR: &str = "cleaner.remote";
+
+impl PartitionLog {
+    /// Attaches the bucket's side of this log: from now on a cleaning pass
+    /// covers the remote segments too.
+    pub fn attach_tiered_part(&self, part: TieredPart) {
+        *self.tiered_part.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(part));
+    }
+
+    pub fn tiered_part(&self) -> Option<Arc<TieredPart>> {
+        self.tiered_part
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The first offset the cleaner has not deduplicated yet: a compacted
+    /// tiered log uploads only segments below it.
+    pub fn first_dirty_offset(&self) -> i64 {
+        super::cleaner_checkpoint::CleanerCheckpoint::load(self.dir()).first_dirty
+    }
+}
+
+/// One pass's hold on the remote part.
+pub(super) struct RemotePass {
+    part: Arc<TieredPart>,
+    lease: CompactionLease,
+    downloads: PathBuf,
+}
+
+/// A segment's bytes as the pass reads them; a downloaded file goes when
+/// this is dropped.
+pub(super) struct OpenedSegment {
+    pub slice: SegmentSlice,
+    temp: Option<PathBuf>,
+}
+
+impl OpenedSegment {
+    pub(super) fn local(slice: SegmentSlice) -> Self {
+        OpenedSegment { slice, temp: None }
+    }
+}
+
+impl Drop for OpenedSegment {
+    fn drop(&mut self) {
+        if let Some(p) = &self.temp {
+            let _ = fs::remove_file(p);
+        }
+    }
+}
+
+/// What a pass knows of the remote part when it starts.
+pub(super) enum RemoteView {
+    /// The log is all local (not tiered, or nothing in the bucket and
+    /// remote storage off).
+    Local,
+    /// These remote segments come first in the log.
+    Segments(RemotePass, Vec<RemoteSegment>),
+    /// The catalog is not claimed yet, or a tiering round holds it: no
+    /// pass now.
+    NotReady,
+}
+
+impl RemotePass {
+    /// Takes the partition's catalog writer (not ready while a tiering
+    /// round holds it).
+    pub(super) fn begin(part: Arc<TieredPart>, dir: &Path) -> io::Result<RemoteView> {
+        let Some(lease) = part.manager.try_compaction_lease(&part.remote) else {
+            return Ok(RemoteView::NotReady);
+        };
+        if lease.nothing_remote() {
+            return Ok(RemoteView::Local);
+        }
+        let Some(segments) = lease.segments().map(<[RemoteSegment]>::to_vec) else {
+            return Ok(RemoteView::NotReady);
+        };
+        let downloads = dir.join(DOWNLOAD_DIR);
+        let _ = fs::remove_dir_all(&downloads);
+        fs::create_dir_all(&downloads)?;
+        Ok(RemoteView::Segments(
+            RemotePass {
+                part,
+                lease,
+                downloads,
+            },
+            segments,
+        ))
+    }
+
+    /// The bytes of `seg`: its local copy if there is one, else the object.
+    pub(super) fn open(
+        &self,
+        seg: &RemoteSegment,
+        local_copy: Option<&SegmentSlice>,
+    ) -> Result<OpenedSegment, LogError> {
+        if let Some(slice) = local_copy {
+            return Ok(OpenedSegment {
+                slice: slice.clone(),
+                temp: None,
+            });
+        }
+        let path = self
+            .downloads
+            .join(format!("{}{LOG_SUFFIX}", file_stem(seg.base_offset)));
+        let downloaded = self.part.runtime.block_on(self.lease.download(seg, &path));
+        if let Err(e) = downloaded {
+            let _ = fs::remove_file(&path);
+            return Err(remote_error(e));
+        }
+        Ok(OpenedSegment {
+            slice: SegmentSlice {
+                file: Arc::new(fs::File::open(&path)?),
+                end: seg.size_bytes,
+            },
+            temp: Some(path),
+        })
+    }
+
+    /// Uploads the cleaned version of `original`, whose `.log` and indexes
+    /// are in `dir` (named by its base offset).
+    pub(super) fn upload(
+        &self,
+        original: &RemoteSegment,
+        dir: &Path,
+        max_timestamp: i64,
+    ) -> Result<RemoteSegment, LogError> {
+        let stem = file_stem(original.base_offset);
+        let cleaned = SealedSegment {
+            base_offset: original.base_offset,
+            last_offset: original.last_offset,
+            max_timestamp,
+            leader_epoch: original.leader_epoch,
+            log: dir.join(format!("{stem}{LOG_SUFFIX}")),
+            index: dir.join(format!("{stem}{INDEX_SUFFIX}")),
+            time_index: dir.join(format!("{stem}{TIME_INDEX_SUFFIX}")),
+            producer_snapshot: None,
+        };
+        self.part
+            .runtime
+            .block_on(self.lease.upload_cleaned(original, &cleaned))
+            .map_err(remote_error)
+    }
+
+    /// Swaps the cleaned segments into the catalog. The local copies of the
+    /// replaced segments are deleted first: from then on reads of those
+    /// offsets go to the bucket, where the old objects serve until the swap
+    /// and the cleaned ones after it.
+    pub(super) fn commit(
+        &mut self,
+        log: &PartitionLog,
+        replacements: Vec<(RemoteSegment, Option<RemoteSegment>)>,
+        delete_delay: Duration,
+    ) -> Result<usize, LogError> {
+        let Some(copies_end) = replacements.iter().map(|(o, _)| o.next_offset()).max() else {
+            return Ok(0);
+        };
+        log.delete_segments_before(copies_end)?;
+        let part = self.part.clone();
+        let changed = part
+            .runtime
+            .block_on(self.lease.replace(replacements, delete_delay))
+            .map_err(remote_error)?;
+        log.set_remote_log_start(part.remote.manifest().earliest_offset());
+        Ok(changed)
+    }
+}
+
+impl Drop for RemotePass {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.downloads);
+    }
+}
+
+fn remote_error(e: strata_tiering::TieringError) -> LogError {
+    LogError::Io(io::Error::other(format!("remote part: {e}")))
+}

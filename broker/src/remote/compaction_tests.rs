@@ -1,0 +1,262 @@
+//! A cleaning pass over a tiered log (docs/compaction.md, "Tiered
+//! compaction"), end to end inside the broker crate: a real partition log,
+//! the real tiering manager on an in-memory object store, the cleaner.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::records::Compression;
+use object_store::memory::InMemory;
+use object_store::{ObjectStore, ObjectStoreExt};
+use strata_format::batch::{encode_records, validate_all, BatchScanner};
+use strata_format::compaction::{for_each_record, CleanPolicy};
+use strata_tiering::{LocalLog, ManagerOptions, RemoteLogManager, RemotePartition};
+
+use super::local_log_view::LocalLogView;
+use crate::config::{BrokerConfig, TopicConfig};
+use crate::log::cleaner::{OffsetMap, Throttle};
+use crate::log::cleaner_remote::TieredPart;
+use crate::log::{PartitionLog, SharedConfig};
+
+struct Tiered {
+    rt: tokio::runtime::Runtime,
+    store: Arc<dyn ObjectStore>,
+    log: Arc<PartitionLog>,
+    rp: Arc<RemotePartition>,
+    _dir: tempfile::TempDir,
+}
+
+fn tiered_log() -> Tiered {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Arc::new(BrokerConfig::load(None, &[]).unwrap());
+    let overrides: BTreeMap<String, String> = [
+        ("cleanup.policy", "compact"),
+        ("min.cleanable.dirty.ratio", "0.01"),
+        ("local.retention.ms", "0"),
+        ("file.delete.delay.ms", "0"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let cfg = SharedConfig::new(TopicConfig::resolve(&broker, &overrides));
+    let log = PartitionLog::create(dir.path(), "t", 0, cfg).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let opts = ManagerOptions {
+        interval: Duration::from_secs(3600),
+        ..ManagerOptions::default()
+    };
+    let manager = RemoteLogManager::new(store.clone(), "", "test-broker", opts);
+    let view: Arc<dyn LocalLog> = Arc::new(LocalLogView {
+        log: log.clone(),
+        broker,
+    });
+    let rp = rt.block_on(manager.add_partition("tid", view));
+    log.attach_tiered_part(TieredPart {
+        manager,
+        remote: rp.clone(),
+        runtime: rt.handle().clone(),
+    });
+    // The first round claims the catalog.
+    wait(|| rp.manifest().writer_epoch > 0, "the catalog claimed");
+    Tiered {
+        rt,
+        store,
+        log,
+        rp,
+        _dir: dir,
+    }
+}
+
+fn wait(mut done: impl FnMut() -> bool, what: &str) {
+    for _ in 0..500 {
+        if done() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// Every key written `rounds` times, a segment per round.
+fn write_rounds(log: &PartitionLog, keys: usize, rounds: std::ops::Range<usize>) {
+    for round in rounds {
+        let recs: Vec<_> = (0..keys)
+            .map(|k| {
+                (
+                    Some(Bytes::from(format!("key-{k}"))),
+                    Some(Bytes::from(format!("v{round}"))),
+                    crate::clock::now_ms(),
+                )
+            })
+            .collect();
+        let b = encode_records(&recs, Compression::Lz4).unwrap();
+        let h = validate_all(&b).unwrap();
+        log.append(&b, &h).unwrap();
+        log.roll().unwrap();
+    }
+    log.flush().unwrap();
+}
+
+/// A pass, retried while a tiering round holds the catalog writer.
+fn clean(t: &Tiered) -> crate::log::cleaner::CleanStats {
+    let mut map = OffsetMap::with_memory(1 << 20);
+    for _ in 0..200 {
+        let mut throttle = Throttle::new(f64::MAX);
+        if let Some(s) = t
+            .log
+            .clean(crate::clock::now_ms(), &mut map, &mut throttle, true)
+            .unwrap()
+        {
+            return s;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("no pass ran");
+}
+
+/// One tiering round: uploads what is cleaned, applies the hot window.
+fn tier(t: &Tiered, until_remote_end: i64) {
+    t.rp.wake();
+    wait(
+        || t.rp.manifest().next_offset() >= Some(until_remote_end),
+        "the upload",
+    );
+}
+
+/// key -> offsets of its records in the bucket, then on disk.
+fn whole_log(t: &Tiered) -> BTreeMap<String, Vec<i64>> {
+    let mut out = BTreeMap::new();
+    let mut add = |bytes: &[u8], from: i64| {
+        let policy = CleanPolicy {
+            now_ms: 0,
+            delete_retention_ms: 0,
+            max_inflated_bytes: 1 << 30,
+            max_batch_bytes: 1 << 24,
+        };
+        for (at, h) in BatchScanner::new(bytes, true) {
+            for_each_record(&bytes[at..at + h.size], &policy, |r| {
+                if r.offset >= from {
+                    let k = String::from_utf8(r.key.unwrap_or_default().to_vec()).unwrap();
+                    out.entry(k).or_insert_with(Vec::new).push(r.offset);
+                }
+                Ok(())
+            })
+            .unwrap();
+        }
+    };
+    let m = t.rp.manifest();
+    for s in &m.segments {
+        let key = object_store::path::Path::from(s.log_key.as_str());
+        let bytes =
+            t.rt.block_on(async { t.store.get(&key).await.unwrap().bytes().await.unwrap() });
+        add(&bytes, 0);
+    }
+    let mut offset = t.log.local_log_start_offset();
+    loop {
+        let r = t.log.read(offset, 1 << 20, true).unwrap();
+        if r.records.is_empty() {
+            break;
+        }
+        add(&r.records, offset);
+        offset = BatchScanner::new(&r.records, true)
+            .last()
+            .map(|(_, h)| h.next_offset())
+            .unwrap();
+    }
+    out
+}
+
+#[test]
+fn a_pass_compacts_the_buckets_segments_and_swaps_them_in() {
+    let t = tiered_log();
+    write_rounds(&t.log, 50, 0..4);
+    // Nothing is uploaded before it is cleaned.
+    t.rp.wake();
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        t.rp.manifest().segments.is_empty(),
+        "dirty segments stayed local"
+    );
+
+    // The first pass cleans locally; then the segments go up and, with a
+    // zero hot window, leave the disk.
+    let s = clean(&t);
+    assert_eq!(s.remote_segments_replaced, 0);
+    assert_eq!(t.log.first_dirty_offset(), 200);
+    tier(&t, 200);
+    let first = t.rp.manifest();
+    assert_eq!(first.segments[0].base_offset, 0, "{first:?}");
+    assert!(first.segments.iter().all(|s| s.next_offset() <= 200));
+    wait(
+        || t.log.local_log_start_offset() == 200,
+        "the hot window applied",
+    );
+
+    // New updates of half the keys: a pass reads the bucket's segments
+    // (one GET each), rewrites those that lose records, swaps them in.
+    write_rounds(&t.log, 25, 4..6);
+    let stats =
+        t.rp.stats
+            .compaction_bytes_read
+            .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(stats, 0);
+    let s = clean(&t);
+    assert!(s.remote_segments_replaced >= 1, "{s:?}");
+    let m = t.rp.manifest();
+    assert!(m.version > first.version);
+    assert_eq!(m.next_offset(), first.next_offset(), "the remote end stays");
+    for seg in &m.segments {
+        if !first.segments.contains(seg) {
+            assert!(
+                seg.log_key.contains("-c"),
+                "a cleaned segment has new keys: {}",
+                seg.log_key
+            );
+        }
+    }
+    let read =
+        t.rp.stats
+            .compaction_bytes_read
+            .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        read,
+        first.segments.iter().map(|s| s.size_bytes).sum::<u64>()
+    );
+
+    // The whole log: every key once, at its latest offset (round 5 for
+    // the keys updated again, round 3 for the others).
+    let log = whole_log(&t);
+    assert_eq!(log.len(), 50);
+    for k in 0..50 {
+        let want = if k < 25 {
+            225 + k as i64
+        } else {
+            150 + k as i64
+        };
+        assert_eq!(log[&format!("key-{k}")], vec![want], "key-{k}");
+    }
+    // The bucket keeps only what the manifest references (delay 0).
+    wait(
+        || {
+            let keys: Vec<_> = t.rt.block_on(async {
+                use futures_util::TryStreamExt;
+                t.store.list(None).try_collect::<Vec<_>>().await.unwrap()
+            });
+            let logs: Vec<String> = keys
+                .iter()
+                .map(|o| o.location.to_string())
+                .filter(|k| k.ends_with(".log"))
+                .collect();
+            let m = t.rp.manifest();
+            logs.len() == m.segments.len() && m.segments.iter().all(|s| logs.contains(&s.log_key))
+        },
+        "the replaced objects deleted",
+    );
+}
