@@ -13,16 +13,18 @@ Started by benches/compaction.sh (builds the broker and the test venv).
    cleaner compacts the dirty log while the latency probe
    (tests/e2e/latency_probe.py, its own process: BENCH_RATE records/s,
    idempotent, acks=all, read back at the tail) keeps producing to another
-   topic. Throughput = dirty bytes (the table's local size before the pass)
-   / the pass's duration (the broker's own `cleaned ... ms=` log lines).
+   topic. Throughput = dirty bytes (what the round added to the table's
+   local size) / the pass's duration (the broker's own `cleaned ... ms=`
+   log lines); the pass reads the clean part too.
    The producer's p99 during the passes (pooled over BENCH_REPEAT rounds) is
    compared with the p99 of the quiet phases before them: a ratio in the
    same run, since this machine's speed drifts.
-2. Tiered compaction's requests. A compacted topic with 4 MiB segments and
+2. Tiered compaction's requests. A compacted topic (BENCH_TIERED_MB of
+   distinct keys, BENCH_TIERED_SEGMENT_MB segments) with
    local.retention.ms=1000 tiers to moto (a real S3-protocol server) through
    a counting HTTP proxy (tests/e2e/s3faults.py). After its first cleaning
    the whole cleaned log is in the bucket and off the disk; then half of
-   the keys get a new value, and the pass that follows reads every remote
+   the keys (every other one) get a new value, and the pass that follows reads every remote
    segment (one GET each: no local copy is left), rewrites each, uploads
    it and swaps it in. Every request the proxy sees from that pass's start
    until the bucket settled is counted by kind and reported per GiB of
@@ -38,7 +40,8 @@ Writes bench-results/compaction-<time>.json and prints a summary.
 
 Environment: BENCH_DIRTY_MB [256]  BENCH_KEYS [100000]  BENCH_VALUE [1000]
   BENCH_REPEAT [3]  BENCH_PHASE_S [10]  BENCH_RATE [500]
-  BENCH_TIERED_MB [64]  BENCH_DATA_ON_DISK [0]  BENCH_KEEP [0]
+  BENCH_TIERED_MB [128]  BENCH_TIERED_SEGMENT_MB [16]  BENCH_DATA_ON_DISK [0]  BENCH_KEEP [0]
+  BENCH_PARTS [local,tiered]
 """
 
 import json
@@ -67,23 +70,25 @@ VALUE = int(os.environ.get("BENCH_VALUE", "1000"))
 REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
 PHASE_S = float(os.environ.get("BENCH_PHASE_S", "10"))
 RATE = int(os.environ.get("BENCH_RATE", "500"))
-TIERED_MB = int(os.environ.get("BENCH_TIERED_MB", "64"))
+TIERED_MB = int(os.environ.get("BENCH_TIERED_MB", "128"))
+TIERED_SEGMENT_MB = int(os.environ.get("BENCH_TIERED_SEGMENT_MB", "16"))
 DATA_ON_DISK = os.environ.get("BENCH_DATA_ON_DISK", "0") == "1"
 KEEP = os.environ.get("BENCH_KEEP", "0") == "1"
+PARTS = os.environ.get("BENCH_PARTS", "local,tiered").split(",")
 HOLD = "3600000"
 CLEANED = re.compile(r"cleaned topic=(\S+) partition=\d+ .*? read=(\d+) written=(\d+) .*?ms=(\d+)")
 
 
-def fill(bootstrap: str, topic: str, mb: int, keys: int, seed: int, start_key: int = 0) -> int:
-    """Produces about `mb` MiB of updates to keys start_key.. (cycling);
-    returns the records sent."""
+def fill(bootstrap: str, topic: str, mb: int, keys: int, seed: int, stride: int = 1) -> int:
+    """Produces about `mb` MiB of updates to `keys` keys, every `stride`-th
+    one (cycling); returns the records sent."""
     from confluent_kafka import Producer
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1 << 20,
                   "compression.type": "lz4", "acks": "all", "queue.buffering.max.kbytes": 1 << 20})
     rnd = os.urandom(1 << 20)
     n = mb * (1 << 20) // VALUE
     for i in range(n):
-        k = start_key + i % keys
+        k = (i % keys) * stride
         off = (i * 7919 + seed) % ((1 << 20) - VALUE)
         while True:
             try:
@@ -126,6 +131,7 @@ def part_local(b, data: Path) -> dict:
     probe = subprocess.Popen(NORMAL + [sys.executable, str(E2E / "latency_probe.py"), b.bootstrap, probe_topic,
                                        "17", str(tu.ms_ago(5)), str(RATE), str(out)], cwd=E2E)
     rounds = []
+    clean_bytes = 0   # the table's size after the previous round's pass
     try:
         time.sleep(3)
         for rnd in range(REPEAT):
@@ -133,7 +139,8 @@ def part_local(b, data: Path) -> dict:
             fill(b.bootstrap, table, DIRTY_MB, KEYS, seed=rnd)
             fill_s = time.monotonic() - t0
             time.sleep(2)
-            dirty = tu.local_bytes(b, table)
+            size = tu.local_bytes(b, table)
+            dirty = size - clean_bytes
             q0 = time.time()
             time.sleep(PHASE_S)
             q1 = time.time()
@@ -144,11 +151,13 @@ def part_local(b, data: Path) -> dict:
             pass_ms = sum(ms for _, _, ms in passes)
             c1 = c0 + pass_ms / 1000 + 0.5   # the passes, and the alter's own round trip
             tu.alter(adm, table, {"min.compaction.lag.ms": HOLD})
-            after = tu.local_bytes(b, table)
-            rounds.append({"round": rnd, "fill_s": fill_s, "dirty_bytes": dirty, "after_bytes": after,
+            after = clean_bytes = tu.local_bytes(b, table)
+            rounds.append({"round": rnd, "fill_s": fill_s, "log_bytes": size, "dirty_bytes": dirty,
+                           "after_bytes": after,
                            "passes": passes, "pass_ms": pass_ms, "quiet": (q0, q1), "cleaning": (c0, c1),
                            "mb_per_s": dirty / (1 << 20) / (pass_ms / 1000) if pass_ms else None})
-            print(f"[compaction] round {rnd}: {dirty / (1 << 20):.0f} MiB dirty -> {after / (1 << 20):.0f} MiB "
+            print(f"[compaction] round {rnd}: {size / (1 << 20):.0f} MiB ({dirty / (1 << 20):.0f} MiB dirty) -> "
+                  f"{after / (1 << 20):.0f} MiB "
                   f"in {pass_ms} ms ({rounds[-1]['mb_per_s']:.0f} MiB/s), {len(passes)} pass(es)", file=sys.stderr)
         probe.send_signal(signal.SIGTERM)
         assert probe.wait(900) == 0, "latency probe failed"
@@ -171,6 +180,16 @@ def part_local(b, data: Path) -> dict:
     return {"rounds": rounds, "latency": lat}
 
 
+def tiered_and_gone(b, bucket, topic: str):
+    """Waits until every sealed segment is in the bucket and off the disk
+    (only the active segment is left locally)."""
+    def done():
+        local = tu.local_segments(b, topic)
+        active = max(local)
+        return len(local) == 1 and tu.remote_end(bucket, topic, compacted=True) >= active
+    kutil.wait_until(done, 180, 0.5, f"{topic}: the cleaned log tiered and off the disk")
+
+
 def part_tiered(work: Path, data: Path) -> dict:
     moto = tu.MotoServer(work / "moto.log")
     proxy = S3FaultProxy(moto.port)
@@ -182,20 +201,18 @@ def part_tiered(work: Path, data: Path) -> dict:
         b.start()
         adm = kutil.admin(b.bootstrap)
         topic = kutil.create_topic(adm, "tiered", 1, config={
-            "cleanup.policy": "compact", "segment.bytes": str(4 << 20), "local.retention.ms": "1000",
-            "file.delete.delay.ms": "0", "min.compaction.lag.ms": HOLD})
+            "cleanup.policy": "compact", "segment.bytes": str(TIERED_SEGMENT_MB << 20), "local.retention.ms": "1000",
+            "file.delete.delay.ms": "0", "min.compaction.lag.ms": HOLD, "min.cleanable.dirty.ratio": "0.1"})
         keys = TIERED_MB * (1 << 20) // VALUE
         fill(b.bootstrap, topic, TIERED_MB, keys, seed=1)
         mark = b.log_size()
         tu.alter(adm, topic, {"min.compaction.lag.ms": "0"})
         wait_pass(b, topic, mark)
-        end = kutil.watermarks(b.bootstrap, topic, 0)[1]
         tu.alter(adm, topic, {"min.compaction.lag.ms": HOLD})
-        # Everything cleaned is in the bucket and off the disk.
-        kutil.wait_until(lambda: tu.remote_end(bucket, topic, compacted=True) >= end - 1
-                         and tu.local_start(b, topic) >= end - 1, 180, 0.5, "the cleaned log tiered")
+        tiered_and_gone(b, bucket, topic)
         remote_before = tu.metric(b, "strata_remote_log_size_bytes", topic, 0)
-        fill(b.bootstrap, topic, TIERED_MB // 2, keys // 2, seed=2)
+        # Every other key: each remote segment loses half its records.
+        fill(b.bootstrap, topic, TIERED_MB // 2, keys // 2, seed=2, stride=2)
         time.sleep(2)
         read0 = tu.metric(b, "strata_remote_compaction_read_bytes_total", topic, 0) or 0
         written0 = tu.metric(b, "strata_remote_compaction_written_bytes_total", topic, 0) or 0
@@ -205,9 +222,7 @@ def part_tiered(work: Path, data: Path) -> dict:
         t0 = time.monotonic()
         tu.alter(adm, topic, {"min.compaction.lag.ms": "0"})
         passes = wait_pass(b, topic, mark)
-        end = kutil.watermarks(b.bootstrap, topic, 0)[1]
-        kutil.wait_until(lambda: tu.remote_end(bucket, topic, compacted=True) >= end - 1, 180, 0.5,
-                         "the new segments tiered")
+        tiered_and_gone(b, bucket, topic)
         time.sleep(2)
         window_s = time.monotonic() - t0
         counts = dict(proxy.by_kind)
@@ -233,19 +248,35 @@ def main():
     base = work if DATA_ON_DISK else Path(tempfile.mkdtemp(prefix="strata-compaction-", dir="/dev/shm"))
     b = MeasuredBroker(data_dir=base / "local", log_dir=work, name="local",
                        settings={"log.cleaner.backoff.ms": 200, "log.retention.check.interval.ms": 1000})
-    try:
-        b.start()
-        local = part_local(b, base / "local")
-    finally:
-        b.close()
-    shutil.rmtree(base / "local", ignore_errors=True)
-    tiered = part_tiered(work, base / "tiered")
+    local = tiered = None
+    if "local" in PARTS:
+        try:
+            b.start()
+            local = part_local(b, base / "local")
+        finally:
+            b.close()
+        shutil.rmtree(base / "local", ignore_errors=True)
+    if "tiered" in PARTS:
+        tiered = part_tiered(work, base / "tiered")
 
     res_dir = REPO / "bench-results"
     res_dir.mkdir(exist_ok=True)
     path = res_dir / f"compaction-{time.strftime('%Y%m%d-%H%M%S')}.json"
     json.dump({"dirty_mb": DIRTY_MB, "keys": KEYS, "value": VALUE, "repeat": REPEAT, "rate": RATE,
                "data_on_disk": DATA_ON_DISK, "local": local, "tiered": tiered}, open(path, "w"), indent=1)
+    if local:
+        report_local(local)
+    if tiered:
+        report_tiered(tiered)
+    print(f"results: {path}")
+    shutil.rmtree(base, ignore_errors=True)
+    if not KEEP:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print(f"work dir kept: {work}")
+
+
+def report_local(local: dict):
     rates = [r["mb_per_s"] for r in local["rounds"] if r["mb_per_s"]]
     print(f"\nCleaner: {DIRTY_MB} MiB of updates to {KEYS} keys ({VALUE} B values, lz4) per round, "
           f"{REPEAT} rounds: {', '.join(f'{x:.0f}' for x in rates)} MiB/s of dirty log compacted")
@@ -253,7 +284,9 @@ def main():
         print(f"  {name} p99 while cleaning {v['cleaning_p99_ms']:.1f} ms vs quiet {v['quiet_p99_ms']:.1f} ms: "
               f"{v['ratio']:.2f}x (p50 {v['cleaning_p50_ms']:.1f} vs {v['quiet_p50_ms']:.1f}; "
               f"samples {v['samples'][1]} / {v['samples'][0]})")
-    t = tiered
+
+
+def report_tiered(t: dict):
     print(f"Tiered: a pass read {t['remote_read_bytes'] / (1 << 20):.1f} MiB of remote segments, uploaded "
           f"{t['remote_written_bytes'] / (1 << 20):.1f} MiB cleaned; {t['segments_uploaded_in_window']:.0f} new "
           f"segments tiered in the same {t['window_s']:.0f} s window")
@@ -261,10 +294,6 @@ def main():
     if t["requests_per_gib_read"]:
         print("  per GiB of remote data compacted: " +
               ", ".join(f"{k} {v:.0f}" for k, v in sorted(t["requests_per_gib_read"].items())))
-    print(f"results: {path}")
-    shutil.rmtree(base, ignore_errors=True)
-    if not KEEP:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-//! Thread priority of the historical read path's threads (the prefetch
-//! runtime and the cache's disk writer): they run nicer than the request
-//! workers, so a catch-up yields the CPU to producers and tail readers.
+//! Thread priority of background threads (the prefetch runtime, the
+//! cache's disk writer, and the broker's log cleaner): they run nicer than
+//! the request workers, so a catch-up or a cleaning pass yields the CPU to
+//! producers and tail readers.
 
 /// Makes the calling thread `nice` steps nicer (Linux threads have a
 /// niceness each). Failure only costs the priority, so it is logged.
@@ -16,7 +17,7 @@ pub fn lower_thread_priority(nice: i32) {
             libc::setpriority(libc::PRIO_PROCESS, tid, nice)
         };
         if r != 0 {
-            tracing::debug!(error = %std::io::Error::last_os_error(), "cannot lower the prefetch threads' priority");
+            tracing::debug!(error = %std::io::Error::last_os_error(), "cannot lower a background thread's priority");
         }
     }
 }

@@ -558,6 +558,13 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "Partitions cleaned at once.",
     ),
     broker(
+        "log.cleaner.threads.nice",
+        ConfigType::Int,
+        "10",
+        Validator::Custom(check_nice),
+        "Scheduling niceness of the log cleaner's threads (Linux): when CPU runs short, request threads serving producers and tail readers run first. 0: same priority.",
+    ),
+    broker(
         "log.cleaner.io.max.bytes.per.second",
         ConfigType::Double,
         "1.7976931348623157E308",

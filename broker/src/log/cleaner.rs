@@ -178,12 +178,16 @@ pub fn start_cleaners(
         .parse()
         .unwrap_or(f64::MAX);
     let backoff = Duration::from_millis(broker.i64("log.cleaner.backoff.ms").max(10) as u64);
+    let nice = broker.i32("log.cleaner.threads.nice").clamp(0, 19);
     let logs = std::sync::Arc::new(logs);
     for _ in 0..threads {
         let logs = logs.clone();
         let started = std::thread::Builder::new()
             .name("strata-log-cleaner".into())
             .spawn(move || {
+                // Cleaning is background work: producers and tail readers
+                // get the CPU first (the prefetcher's threads do the same).
+                strata_prefetch::threads::lower_thread_priority(nice);
                 let mut map = OffsetMap::with_memory(memory / threads);
                 loop {
                     let mut throttle = Throttle::new(rate / threads as f64);
