@@ -34,8 +34,12 @@ pub struct CompactionLease {
 
 impl RemoteLogManager {
     /// Holds the partition's catalog writer until the lease is dropped;
-    /// None while the tiering task is in a round (try again later).
+    /// None while the tiering task is in a round (try again later), and for
+    /// good once another broker fenced this one.
     pub fn try_compaction_lease(&self, rp: &Arc<RemotePartition>) -> Option<CompactionLease> {
+        if rp.stats.fenced.load(Ordering::Relaxed) {
+            return None;
+        }
         Some(CompactionLease {
             writer: rp.writer.clone().try_lock_owned().ok()?,
             rp: rp.clone(),

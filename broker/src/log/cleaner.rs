@@ -19,10 +19,9 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::hash::{Hash, Hasher};
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use strata_catalog::RemoteSegment;
 use strata_format::compaction::{clean_batch, for_each_record, CleanPolicy, Cleaned};
@@ -35,82 +34,11 @@ use super::segment::{
 };
 
 pub use super::cleaner_checkpoint::{interrupted_pass, CleanerCheckpoint, TMP_DIR};
+pub use super::cleaner_threads::{clean_dirtiest, start_cleaners};
+pub use super::offset_map::{OffsetMap, Throttle};
 
-/// Memory one key costs in the offset map (hash, offset, table overhead).
-pub const BYTES_PER_KEY: u64 = 32;
 /// How far a stored batch's records may inflate while the cleaner reads it.
 const MAX_INFLATED: u64 = 1 << 30;
-
-/// Key hash → latest offset, bounded in entries. 128-bit hashes, as Kafka's
-/// MD5: a collision would make the cleaner drop a live key's value.
-pub struct OffsetMap {
-    entries: HashMap<u128, i64>,
-    capacity: usize,
-}
-
-impl OffsetMap {
-    pub fn with_memory(bytes: u64) -> Self {
-        OffsetMap {
-            entries: HashMap::new(),
-            capacity: (bytes / BYTES_PER_KEY).max(1) as usize,
-        }
-    }
-
-    fn hash(key: &[u8]) -> u128 {
-        let mut a = std::collections::hash_map::DefaultHasher::new();
-        0u8.hash(&mut a);
-        key.hash(&mut a);
-        let mut b = std::collections::hash_map::DefaultHasher::new();
-        1u8.hash(&mut b);
-        key.hash(&mut b);
-        ((a.finish() as u128) << 64) | b.finish() as u128
-    }
-
-    /// Records `offset` for `key`; false when the map is full and `key` is
-    /// new (it is not recorded).
-    fn put(&mut self, key: &[u8], offset: i64) -> bool {
-        let h = Self::hash(key);
-        if self.entries.len() >= self.capacity && !self.entries.contains_key(&h) {
-            return false;
-        }
-        self.entries.insert(h, offset);
-        true
-    }
-
-    fn get(&self, key: &[u8]) -> Option<i64> {
-        self.entries.get(&Self::hash(key)).copied()
-    }
-
-    fn clear(&mut self) {
-        self.entries.clear();
-    }
-}
-
-/// Paces a pass to `log.cleaner.io.max.bytes.per.second`.
-pub struct Throttle {
-    bytes_per_second: f64,
-    started: Instant,
-    bytes: f64,
-}
-
-impl Throttle {
-    pub fn new(bytes_per_second: f64) -> Self {
-        Throttle {
-            bytes_per_second,
-            started: Instant::now(),
-            bytes: 0.0,
-        }
-    }
-
-    fn account(&mut self, bytes: usize) {
-        self.bytes += bytes as f64;
-        let due = Duration::from_secs_f64((self.bytes / self.bytes_per_second).min(3600.0));
-        let elapsed = self.started.elapsed();
-        if due > elapsed {
-            std::thread::sleep(due - elapsed);
-        }
-    }
-}
 
 /// What one pass did.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -161,103 +89,6 @@ impl SegmentView {
             ))),
         }
     }
-}
-
-/// Starts `log.cleaner.threads` OS threads (off the request runtime), each
-/// with its share of the dedupe buffer and of the I/O budget, cleaning the
-/// dirtiest due log of `logs()` and sleeping `log.cleaner.backoff.ms`
-/// when none is due.
-pub fn start_cleaners(
-    broker: &crate::config::BrokerConfig,
-    logs: impl Fn() -> Vec<std::sync::Arc<PartitionLog>> + Send + Sync + 'static,
-) {
-    let threads = broker.i64("log.cleaner.threads").max(1) as u64;
-    let memory = broker.i64("log.cleaner.dedupe.buffer.size").max(1 << 20) as u64;
-    let rate: f64 = broker
-        .value("log.cleaner.io.max.bytes.per.second")
-        .parse()
-        .unwrap_or(f64::MAX);
-    let backoff = Duration::from_millis(broker.i64("log.cleaner.backoff.ms").max(10) as u64);
-    let nice = broker.i32("log.cleaner.threads.nice").clamp(0, 19);
-    let logs = std::sync::Arc::new(logs);
-    for _ in 0..threads {
-        let logs = logs.clone();
-        let started = std::thread::Builder::new()
-            .name("strata-log-cleaner".into())
-            .spawn(move || {
-                // Cleaning is background work: producers and tail readers
-                // get the CPU first (the prefetcher's threads do the same).
-                strata_prefetch::threads::lower_thread_priority(nice);
-                let mut map = OffsetMap::with_memory(memory / threads);
-                loop {
-                    let mut throttle = Throttle::new(rate / threads as f64);
-                    let now = crate::clock::now_ms();
-                    if !clean_dirtiest(&logs(), now, &mut map, &mut throttle) {
-                        std::thread::sleep(backoff);
-                    }
-                }
-            });
-        if let Err(e) = started {
-            tracing::error!(error = %e, "cannot start the log cleaner");
-        }
-    }
-}
-
-/// Cleans the dirtiest due log of `logs` that no other cleaner thread
-/// holds. Returns whether a pass ran.
-pub fn clean_dirtiest(
-    logs: &[std::sync::Arc<PartitionLog>],
-    now: i64,
-    map: &mut OffsetMap,
-    throttle: &mut Throttle,
-) -> bool {
-    use std::sync::atomic::Ordering;
-    let mut due: Vec<(f64, &std::sync::Arc<PartitionLog>)> = logs
-        .iter()
-        .filter_map(|l| {
-            l.cleanability(now)
-                .filter(|c| c.due)
-                .map(|c| (c.dirty_ratio, l))
-        })
-        .collect();
-    due.sort_by(|a, b| b.0.total_cmp(&a.0));
-    for (_, log) in due {
-        if log.cleaning.swap(true, Ordering::AcqRel) {
-            continue;
-        }
-        let started = Instant::now();
-        let result = log.clean(now, map, throttle, false);
-        log.cleaning.store(false, Ordering::Release);
-        let stats = &log.cleaner_stats;
-        match result {
-            Ok(Some(s)) => {
-                stats.passes.fetch_add(1, Ordering::Relaxed);
-                stats.bytes_read.fetch_add(s.bytes_read, Ordering::Relaxed);
-                stats
-                    .bytes_written
-                    .fetch_add(s.bytes_written, Ordering::Relaxed);
-                stats
-                    .records_removed
-                    .fetch_add(s.records_removed, Ordering::Relaxed);
-                stats
-                    .remote_segments_replaced
-                    .fetch_add(s.remote_segments_replaced, Ordering::Relaxed);
-                tracing::info!(topic = %log.topic(), partition = log.partition(),
-                    dirty_ratio = s.dirty_ratio, read = s.bytes_read, written = s.bytes_written,
-                    removed = s.records_removed, remote_replaced = s.remote_segments_replaced,
-                    ms = started.elapsed().as_millis() as u64, "cleaned");
-                return true;
-            }
-            Ok(None) => {}
-            Err(LogError::Closed) => {}
-            Err(e) => {
-                stats.errors.fetch_add(1, Ordering::Relaxed);
-                tracing::error!(topic = %log.topic(), partition = log.partition(), error = %e,
-                    "cleaning pass failed; the log is left as it was");
-            }
-        }
-    }
-    false
 }
 
 /// The dirty ratio of a compacted log and whether it must be cleaned now.

@@ -23,19 +23,79 @@ use crate::log::{PartitionLog, SharedConfig};
 struct Tiered {
     rt: tokio::runtime::Runtime,
     store: Arc<dyn ObjectStore>,
+    broker: Arc<BrokerConfig>,
     log: Arc<PartitionLog>,
     rp: Arc<RemotePartition>,
     _dir: tempfile::TempDir,
 }
 
-fn tiered_log() -> Tiered {
+impl Tiered {
+    /// A tiering manager takes the partition over, as after a restart: its
+    /// claim fences the previous one and deletes objects no manifest
+    /// references.
+    fn restart_tiering(&mut self) {
+        let epoch = self.rp.manifest().writer_epoch;
+        self.rp = attach(&self.rt, &self.store, &self.broker, &self.log);
+        // The claim publishes after deleting the orphans.
+        wait(
+            || {
+                let m = self.rp.manifest();
+                m.writer_epoch > epoch && m.owner == "test-broker"
+            },
+            "the catalog claimed again",
+        );
+    }
+
+    /// Whether the bucket holds exactly the manifest's `.log` objects.
+    fn bucket_matches_manifest(&self) -> bool {
+        let objects = self.rt.block_on(async {
+            use futures_util::TryStreamExt;
+            self.store.list(None).try_collect::<Vec<_>>().await.unwrap()
+        });
+        let logs: Vec<String> = objects
+            .iter()
+            .map(|o| o.location.to_string())
+            .filter(|k| k.ends_with(".log"))
+            .collect();
+        let m = self.rp.manifest();
+        logs.len() == m.segments.len() && m.segments.iter().all(|s| logs.contains(&s.log_key))
+    }
+}
+
+/// Starts a tiering manager for `log` and attaches it as the log's remote
+/// part; its first round claims the catalog.
+fn attach(
+    rt: &tokio::runtime::Runtime,
+    store: &Arc<dyn ObjectStore>,
+    broker: &Arc<BrokerConfig>,
+    log: &Arc<PartitionLog>,
+) -> Arc<RemotePartition> {
+    let opts = ManagerOptions {
+        interval: Duration::from_secs(3600),
+        ..ManagerOptions::default()
+    };
+    let manager = RemoteLogManager::new(store.clone(), "", "test-broker", opts);
+    let view: Arc<dyn LocalLog> = Arc::new(LocalLogView {
+        log: log.clone(),
+        broker: broker.clone(),
+    });
+    let rp = rt.block_on(manager.add_partition("tid", view));
+    log.attach_tiered_part(TieredPart {
+        manager,
+        remote: rp.clone(),
+        runtime: rt.handle().clone(),
+    });
+    rp
+}
+
+fn tiered_log(file_delete_delay_ms: &str) -> Tiered {
     let dir = tempfile::tempdir().unwrap();
     let broker = Arc::new(BrokerConfig::load(None, &[]).unwrap());
     let overrides: BTreeMap<String, String> = [
         ("cleanup.policy", "compact"),
         ("min.cleanable.dirty.ratio", "0.01"),
         ("local.retention.ms", "0"),
-        ("file.delete.delay.ms", "0"),
+        ("file.delete.delay.ms", file_delete_delay_ms),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -48,26 +108,13 @@ fn tiered_log() -> Tiered {
         .build()
         .unwrap();
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let opts = ManagerOptions {
-        interval: Duration::from_secs(3600),
-        ..ManagerOptions::default()
-    };
-    let manager = RemoteLogManager::new(store.clone(), "", "test-broker", opts);
-    let view: Arc<dyn LocalLog> = Arc::new(LocalLogView {
-        log: log.clone(),
-        broker,
-    });
-    let rp = rt.block_on(manager.add_partition("tid", view));
-    log.attach_tiered_part(TieredPart {
-        manager,
-        remote: rp.clone(),
-        runtime: rt.handle().clone(),
-    });
+    let rp = attach(&rt, &store, &broker, &log);
     // The first round claims the catalog.
     wait(|| rp.manifest().writer_epoch > 0, "the catalog claimed");
     Tiered {
         rt,
         store,
+        broker,
         log,
         rp,
         _dir: dir,
@@ -175,7 +222,7 @@ fn whole_log(t: &Tiered) -> BTreeMap<String, Vec<i64>> {
 
 #[test]
 fn a_pass_compacts_the_buckets_segments_and_swaps_them_in() {
-    let t = tiered_log();
+    let t = tiered_log("0");
     write_rounds(&t.log, 50, 0..4);
     // Nothing is uploaded before it is cleaned.
     t.rp.wake();
@@ -244,19 +291,80 @@ fn a_pass_compacts_the_buckets_segments_and_swaps_them_in() {
     }
     // The bucket keeps only what the manifest references (delay 0).
     wait(
-        || {
-            let keys: Vec<_> = t.rt.block_on(async {
-                use futures_util::TryStreamExt;
-                t.store.list(None).try_collect::<Vec<_>>().await.unwrap()
-            });
-            let logs: Vec<String> = keys
-                .iter()
-                .map(|o| o.location.to_string())
-                .filter(|k| k.ends_with(".log"))
-                .collect();
-            let m = t.rp.manifest();
-            logs.len() == m.segments.len() && m.segments.iter().all(|s| logs.contains(&s.log_key))
-        },
+        || t.bucket_matches_manifest(),
         "the replaced objects deleted",
     );
+}
+
+/// The last offset of each key in the whole log (bucket, then disk).
+fn latest(t: &Tiered) -> BTreeMap<String, i64> {
+    whole_log(t)
+        .into_iter()
+        .map(|(k, offsets)| (k, *offsets.last().unwrap()))
+        .collect()
+}
+
+#[test]
+fn a_pass_cut_short_before_or_after_its_swap_loses_nothing() {
+    let mut t = tiered_log("3600000");
+    write_rounds(&t.log, 50, 0..4);
+    clean(&t);
+    tier(&t, 200);
+    wait(
+        || t.log.local_log_start_offset() == 200,
+        "the hot window applied",
+    );
+    let tiered = t.rp.manifest();
+    write_rounds(&t.log, 25, 4..6);
+    let want: BTreeMap<String, i64> = (0..50)
+        .map(|k| (format!("key-{k}"), if k < 25 { 225 + k } else { 150 + k }))
+        .collect();
+
+    // Another broker claims the catalog: this pass uploads its cleaned
+    // segments and then fails at the manifest PUT, which is where a crash
+    // between the uploads and the swap leaves the bucket.
+    let path = strata_catalog::PartitionPath::new("", "t", "tid", 0);
+    t.rt.block_on(strata_catalog::PartitionCatalog::claim(
+        t.store.clone(),
+        path,
+        "other",
+    ))
+    .unwrap();
+    let mut map = OffsetMap::with_memory(1 << 20);
+    let mut throttle = Throttle::new(f64::MAX);
+    let fenced = t
+        .log
+        .clean(crate::clock::now_ms(), &mut map, &mut throttle, true);
+    assert!(fenced.is_err(), "{fenced:?}");
+    assert!(
+        !t.bucket_matches_manifest(),
+        "the cleaned uploads are there, unreferenced"
+    );
+    assert_eq!(
+        latest(&t),
+        want,
+        "nothing lost: the old remote set still holds the log"
+    );
+
+    // The next owner deletes those orphans; the old segments still serve.
+    t.restart_tiering();
+    assert!(t.bucket_matches_manifest());
+    assert_eq!(t.rp.manifest().segments, tiered.segments);
+    assert_eq!(latest(&t), want);
+
+    // Now a pass goes through; with file.delete.delay.ms at an hour the
+    // replaced objects are still in the bucket when the broker "dies".
+    let s = clean(&t);
+    assert!(s.remote_segments_replaced >= 1, "{s:?}");
+    assert!(
+        !t.bucket_matches_manifest(),
+        "the replaced objects wait for readers"
+    );
+    t.restart_tiering();
+    assert!(t.bucket_matches_manifest(), "the next claim deleted them");
+    let log = whole_log(&t);
+    assert_eq!(log.len(), 50);
+    for (k, offset) in &want {
+        assert_eq!(log[k], vec![*offset], "{k} once, at its latest offset");
+    }
 }

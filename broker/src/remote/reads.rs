@@ -3,6 +3,7 @@
 //! [`super::remote_log_reader`], the history read's entry point, calls them.
 
 use bytes::Bytes;
+use strata_catalog::PartitionManifest;
 use strata_prefetch::{PrefetchError, PriorityClass, ReadRequest, StreamKey};
 use strata_tiering::RemotePartition;
 
@@ -38,6 +39,36 @@ impl TieredStorage {
         min_one: bool,
     ) -> Result<RemoteRead, PrefetchError> {
         let m = rp.manifest();
+        match self
+            .read_in(&m, rp, reader, offset, max_bytes, min_one)
+            .await
+        {
+            Err(e) if e.not_found_key().is_some() => {
+                // Compaction replaced the segment since this read was
+                // planned (its old objects go after file.delete.delay.ms):
+                // read again from the manifest that replaced it, if the
+                // offset is still there (retention's removals are not).
+                let now = rp.manifest();
+                if now.version != m.version && offset >= now.log_start_offset {
+                    return self
+                        .read_in(&now, rp, reader, offset, max_bytes, min_one)
+                        .await;
+                }
+                Err(e)
+            }
+            r => r,
+        }
+    }
+
+    async fn read_in(
+        &self,
+        m: &PartitionManifest,
+        rp: &RemotePartition,
+        reader: &Reader,
+        offset: i64,
+        max_bytes: usize,
+        min_one: bool,
+    ) -> Result<RemoteRead, PrefetchError> {
         let mut offset = offset.max(m.log_start_offset);
         let mut i = m.segments.partition_point(|s| s.last_offset < offset);
         while i < m.segments.len() {
