@@ -41,7 +41,7 @@ Writes bench-results/compaction-<time>.json and prints a summary.
 Environment: BENCH_DIRTY_MB [256]  BENCH_KEYS [100000]  BENCH_VALUE [1000]
   BENCH_REPEAT [3]  BENCH_PHASE_S [10]  BENCH_RATE [500]
   BENCH_TIERED_MB [128]  BENCH_TIERED_SEGMENT_MB [16]  BENCH_DATA_ON_DISK [0]  BENCH_KEEP [0]
-  BENCH_PARTS [local,tiered]
+  BENCH_PARTS [local,tiered]  BENCH_BROKER_SET [name=value,...: the local part's broker]
 """
 
 import json
@@ -75,6 +75,8 @@ TIERED_SEGMENT_MB = int(os.environ.get("BENCH_TIERED_SEGMENT_MB", "16"))
 DATA_ON_DISK = os.environ.get("BENCH_DATA_ON_DISK", "0") == "1"
 KEEP = os.environ.get("BENCH_KEEP", "0") == "1"
 PARTS = os.environ.get("BENCH_PARTS", "local,tiered").split(",")
+# Broker settings for the local part, e.g. "log.cleaner.io.max.bytes.per.second=100000000".
+BROKER_SET = dict(kv.split("=", 1) for kv in os.environ.get("BENCH_BROKER_SET", "").split(",") if kv)
 HOLD = "3600000"
 CLEANED = re.compile(r"cleaned topic=(\S+) partition=\d+ .*? read=(\d+) written=(\d+) .*?ms=(\d+)")
 
@@ -247,7 +249,8 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="strata-compaction-"))
     base = work if DATA_ON_DISK else Path(tempfile.mkdtemp(prefix="strata-compaction-", dir="/dev/shm"))
     b = MeasuredBroker(data_dir=base / "local", log_dir=work, name="local",
-                       settings={"log.cleaner.backoff.ms": 200, "log.retention.check.interval.ms": 1000})
+                       settings={"log.cleaner.backoff.ms": 200, "log.retention.check.interval.ms": 1000,
+                                 **BROKER_SET})
     local = tiered = None
     if "local" in PARTS:
         try:
@@ -263,6 +266,7 @@ def main():
     res_dir.mkdir(exist_ok=True)
     path = res_dir / f"compaction-{time.strftime('%Y%m%d-%H%M%S')}.json"
     json.dump({"dirty_mb": DIRTY_MB, "keys": KEYS, "value": VALUE, "repeat": REPEAT, "rate": RATE,
+               "broker_set": BROKER_SET,
                "data_on_disk": DATA_ON_DISK, "local": local, "tiered": tiered}, open(path, "w"), indent=1)
     if local:
         report_local(local)

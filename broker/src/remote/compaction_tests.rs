@@ -35,7 +35,7 @@ impl Tiered {
     /// references.
     fn restart_tiering(&mut self) {
         let epoch = self.rp.manifest().writer_epoch;
-        self.rp = attach(&self.rt, &self.store, &self.broker, &self.log);
+        self.rp = attach(&self.rt, new_manager(&self.store), &self.broker, &self.log);
         // The claim publishes after deleting the orphans.
         wait(
             || {
@@ -62,19 +62,22 @@ impl Tiered {
     }
 }
 
-/// Starts a tiering manager for `log` and attaches it as the log's remote
-/// part; its first round claims the catalog.
-fn attach(
-    rt: &tokio::runtime::Runtime,
-    store: &Arc<dyn ObjectStore>,
-    broker: &Arc<BrokerConfig>,
-    log: &Arc<PartitionLog>,
-) -> Arc<RemotePartition> {
+fn new_manager(store: &Arc<dyn ObjectStore>) -> Arc<RemoteLogManager> {
     let opts = ManagerOptions {
         interval: Duration::from_secs(3600),
         ..ManagerOptions::default()
     };
-    let manager = RemoteLogManager::new(store.clone(), "", "test-broker", opts);
+    RemoteLogManager::new(store.clone(), "", "test-broker", opts)
+}
+
+/// Has `manager` take `log` over and attaches it as the log's remote part;
+/// the manager's first round claims the catalog.
+fn attach(
+    rt: &tokio::runtime::Runtime,
+    manager: Arc<RemoteLogManager>,
+    broker: &Arc<BrokerConfig>,
+    log: &Arc<PartitionLog>,
+) -> Arc<RemotePartition> {
     let view: Arc<dyn LocalLog> = Arc::new(LocalLogView {
         log: log.clone(),
         broker: broker.clone(),
@@ -89,6 +92,14 @@ fn attach(
 }
 
 fn tiered_log(file_delete_delay_ms: &str) -> Tiered {
+    tiered_log_with(file_delete_delay_ms, |_, store| new_manager(store))
+}
+
+/// A tiered log whose manager `manager(runtime, store)` makes.
+fn tiered_log_with(
+    file_delete_delay_ms: &str,
+    manager: impl FnOnce(&tokio::runtime::Runtime, &Arc<dyn ObjectStore>) -> Arc<RemoteLogManager>,
+) -> Tiered {
     let dir = tempfile::tempdir().unwrap();
     let broker = Arc::new(BrokerConfig::load(None, &[]).unwrap());
     let overrides: BTreeMap<String, String> = [
@@ -108,7 +119,7 @@ fn tiered_log(file_delete_delay_ms: &str) -> Tiered {
         .build()
         .unwrap();
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let rp = attach(&rt, &store, &broker, &log);
+    let rp = attach(&rt, manager(&rt, &store), &broker, &log);
     // The first round claims the catalog.
     wait(|| rp.manifest().writer_epoch > 0, "the catalog claimed");
     Tiered {
@@ -367,4 +378,73 @@ fn a_pass_cut_short_before_or_after_its_swap_loses_nothing() {
     for (k, offset) in &want {
         assert_eq!(log[k], vec![*offset], "{k} once, at its latest offset");
     }
+}
+
+#[test]
+fn a_read_planned_before_a_swap_is_served_after_it() {
+    // The broker's own tiered storage, so that the read goes through the
+    // historical read path.
+    let dir = tempfile::tempdir().unwrap();
+    let mut storage = None;
+    let t = tiered_log_with("0", |rt, store| {
+        let bucket = strata_catalog::bucket::Bucket {
+            store: store.clone(),
+            prefix: String::new(),
+            url: "memory://".into(),
+        };
+        let broker = Arc::new(BrokerConfig::load(None, &[]).unwrap());
+        let dynamic = crate::config::dynamic::DynamicConfigs::in_memory();
+        let ts = rt
+            .block_on(super::TieredStorage::new(
+                &bucket,
+                broker,
+                &dynamic,
+                dir.path(),
+                "test-broker",
+            ))
+            .unwrap();
+        let manager = ts.manager.clone();
+        storage = Some(ts);
+        manager
+    });
+    let ts = storage.unwrap();
+    write_rounds(&t.log, 50, 0..4);
+    clean(&t);
+    tier(&t, 200);
+    wait(
+        || t.log.local_log_start_offset() == 200,
+        "the hot window applied",
+    );
+    let planned = t.rp.manifest();
+    // A pass replaces the remote segment; with file.delete.delay.ms=0 its
+    // old objects are gone at once.
+    write_rounds(&t.log, 25, 4..6);
+    assert!(clean(&t).remote_segments_replaced >= 1);
+    wait(
+        || t.bucket_matches_manifest(),
+        "the replaced objects deleted",
+    );
+    let reader = super::reads::Reader {
+        name: "slow-reader".into(),
+        class: strata_prefetch::PriorityClass::Standard,
+    };
+    let stale =
+        t.rt.block_on(ts.read_in(&planned, &t.rp, &reader, 0, 1 << 20, true));
+    assert!(
+        stale.as_ref().is_err_and(|e| e.not_found_key().is_some()),
+        "the planned objects are gone: {stale:?}"
+    );
+    let read =
+        t.rt.block_on(ts.read_planned(planned, &t.rp, &reader, 0, 1 << 20, true))
+            .unwrap();
+    let super::reads::RemoteRead::Records(records) = read else {
+        panic!("records expected, got {read:?}");
+    };
+    let first = BatchScanner::new(&records, true)
+        .next()
+        .map(|(_, h)| h.base_offset);
+    assert!(
+        first.is_some_and(|o| o >= 150),
+        "read from the cleaned segment: {first:?}"
+    );
 }

@@ -38,7 +38,20 @@ impl TieredStorage {
         max_bytes: usize,
         min_one: bool,
     ) -> Result<RemoteRead, PrefetchError> {
-        let m = rp.manifest();
+        self.read_planned(rp.manifest(), rp, reader, offset, max_bytes, min_one)
+            .await
+    }
+
+    /// [`Self::read`] from the manifest `m` the read was planned with.
+    pub(super) async fn read_planned(
+        &self,
+        m: std::sync::Arc<PartitionManifest>,
+        rp: &RemotePartition,
+        reader: &Reader,
+        offset: i64,
+        max_bytes: usize,
+        min_one: bool,
+    ) -> Result<RemoteRead, PrefetchError> {
         match self
             .read_in(&m, rp, reader, offset, max_bytes, min_one)
             .await
@@ -60,7 +73,7 @@ impl TieredStorage {
         }
     }
 
-    async fn read_in(
+    pub(super) async fn read_in(
         &self,
         m: &PartitionManifest,
         rp: &RemotePartition,
