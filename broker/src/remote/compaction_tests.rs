@@ -307,6 +307,18 @@ fn a_pass_compacts_the_buckets_segments_and_swaps_them_in() {
     );
 }
 
+/// 50 keys × 4 rounds, cleaned (one segment, offsets 150..199), tiered and
+/// off the disk.
+fn cleaned_in_the_bucket(t: &Tiered) {
+    write_rounds(&t.log, 50, 0..4);
+    clean(t);
+    tier(t, 200);
+    wait(
+        || t.log.local_log_start_offset() == 200,
+        "the hot window applied",
+    );
+}
+
 /// The last offset of each key in the whole log (bucket, then disk).
 fn latest(t: &Tiered) -> BTreeMap<String, i64> {
     whole_log(t)
@@ -318,13 +330,7 @@ fn latest(t: &Tiered) -> BTreeMap<String, i64> {
 #[test]
 fn a_pass_cut_short_before_or_after_its_swap_loses_nothing() {
     let mut t = tiered_log("3600000");
-    write_rounds(&t.log, 50, 0..4);
-    clean(&t);
-    tier(&t, 200);
-    wait(
-        || t.log.local_log_start_offset() == 200,
-        "the hot window applied",
-    );
+    cleaned_in_the_bucket(&t);
     let tiered = t.rp.manifest();
     write_rounds(&t.log, 25, 4..6);
     let want: BTreeMap<String, i64> = (0..50)
@@ -408,13 +414,7 @@ fn a_read_planned_before_a_swap_is_served_after_it() {
         manager
     });
     let ts = storage.unwrap();
-    write_rounds(&t.log, 50, 0..4);
-    clean(&t);
-    tier(&t, 200);
-    wait(
-        || t.log.local_log_start_offset() == 200,
-        "the hot window applied",
-    );
+    cleaned_in_the_bucket(&t);
     let planned = t.rp.manifest();
     // A pass replaces the remote segment; with file.delete.delay.ms=0 its
     // old objects are gone at once.
