@@ -201,12 +201,12 @@ impl PartitionLog {
             return Ok(None);
         }
         // A tiered log: hold the catalog writer for the whole pass.
-        let (mut pass, remote) = match self.tiered_part() {
-            None => (None, Vec::new()),
+        let (mut pass, remote, _local_hold) = match self.tiered_part() {
+            None => (None, Vec::new(), None),
             Some(part) => match RemotePass::begin(part, self.dir())? {
-                RemoteView::Local => (None, Vec::new()),
+                RemoteView::Local(hold) => (None, Vec::new(), Some(hold)),
                 RemoteView::NotReady => return Ok(None),
-                RemoteView::Segments(pass, remote) => (Some(pass), remote),
+                RemoteView::Segments(pass, remote) => (Some(pass), remote, None),
             },
         };
         let (segments, first_dirty) = self.cleanable_segments(now, &cfg, &remote);

@@ -81,9 +81,9 @@ impl Drop for OpenedSegment {
 
 /// What a pass knows of the remote part when it starts.
 pub(super) enum RemoteView {
-    /// The log is all local (not tiered, or nothing in the bucket and
-    /// remote storage off).
-    Local,
+    /// The log is all local: nothing in the bucket and remote storage off.
+    /// The lease is held for the pass, so tiering cannot start under it.
+    Local(CompactionLease),
     /// These remote segments come first in the log.
     Segments(RemotePass, Vec<RemoteSegment>),
     /// The catalog is not claimed yet, or a tiering round holds it: no
@@ -99,7 +99,7 @@ impl RemotePass {
             return Ok(RemoteView::NotReady);
         };
         if lease.nothing_remote() {
-            return Ok(RemoteView::Local);
+            return Ok(RemoteView::Local(lease));
         }
         let Some(segments) = lease.segments().map(<[RemoteSegment]>::to_vec) else {
             return Ok(RemoteView::NotReady);
