@@ -19,6 +19,7 @@ use strata_catalog::PartitionManifest;
 use strata_prefetch::Prefetcher;
 use strata_tiering::RemotePartition;
 
+use crate::log::cleaner::Cleanability;
 use crate::log::PartitionLog;
 use crate::log_manager::LogManager;
 use crate::remote::TieredStorage;
@@ -76,6 +77,9 @@ type Def = (&'static str, &'static str, &'static str);
 type LogFamily = (Def, fn(&PartitionLog) -> f64);
 type TieringFamily = (Def, fn(&RemotePartition, &PartitionManifest) -> f64);
 type PrefetchFamily = (Def, fn(&Prefetcher) -> f64);
+/// A compacted log's family: the log, how dirty it is now (read once per
+/// scrape), and the clock.
+type CleanerFamily = (Def, fn(&PartitionLog, Option<&Cleanability>, i64) -> f64);
 
 fn family((name, kind, help): Def) -> Family {
     Family {
@@ -174,17 +178,14 @@ const LOG_FAMILIES: &[LogFamily] = &[
 ];
 
 /// Per-partition families of compacted partitions (the log cleaner).
-const CLEANER_FAMILIES: &[LogFamily] = &[
+const CLEANER_FAMILIES: &[CleanerFamily] = &[
     (
         (
             "strata_log_cleaner_dirty_ratio",
             "gauge",
             "Share of the cleanable log (remote part included) not yet cleaned; a pass is due at min.cleanable.dirty.ratio.",
         ),
-        |l| {
-            l.cleanability(crate::clock::now_ms())
-                .map_or(0.0, |c| c.dirty_ratio)
-        },
+        |_, c, _| c.map_or(0.0, |c| c.dirty_ratio),
     ),
     (
         (
@@ -192,11 +193,7 @@ const CLEANER_FAMILIES: &[LogFamily] = &[
             "gauge",
             "Age of the oldest dirty segment (by its newest record); 0 when nothing is dirty. A pass is forced at max.compaction.lag.ms.",
         ),
-        |l| {
-            let now = crate::clock::now_ms();
-            l.cleanability(now)
-                .map_or(0.0, |c| (now - c.dirty_since_ms).max(0) as f64 / 1e3)
-        },
+        |_, c, now| c.map_or(0.0, |c| (now - c.dirty_since_ms).max(0) as f64 / 1e3),
     ),
     (
         (
@@ -204,7 +201,7 @@ const CLEANER_FAMILIES: &[LogFamily] = &[
             "counter",
             "Cleaning passes over the partition.",
         ),
-        |l| n(&l.cleaner_stats.passes),
+        |l, _, _| n(&l.cleaner_stats.passes),
     ),
     (
         (
@@ -212,7 +209,7 @@ const CLEANER_FAMILIES: &[LogFamily] = &[
             "counter",
             "Cleaning passes that failed (the log was left as it was).",
         ),
-        |l| n(&l.cleaner_stats.errors),
+        |l, _, _| n(&l.cleaner_stats.errors),
     ),
     (
         (
@@ -220,7 +217,7 @@ const CLEANER_FAMILIES: &[LogFamily] = &[
             "counter",
             "Bytes the cleaner read: the dirty section for its map, then every segment it rewrote.",
         ),
-        |l| n(&l.cleaner_stats.bytes_read),
+        |l, _, _| n(&l.cleaner_stats.bytes_read),
     ),
     (
         (
@@ -228,7 +225,7 @@ const CLEANER_FAMILIES: &[LogFamily] = &[
             "counter",
             "Bytes of cleaned segments the cleaner wrote.",
         ),
-        |l| n(&l.cleaner_stats.bytes_written),
+        |l, _, _| n(&l.cleaner_stats.bytes_written),
     ),
     (
         (
@@ -236,7 +233,7 @@ const CLEANER_FAMILIES: &[LogFamily] = &[
             "counter",
             "Records compaction removed (superseded values, expired tombstones).",
         ),
-        |l| n(&l.cleaner_stats.records_removed),
+        |l, _, _| n(&l.cleaner_stats.records_removed),
     ),
     (
         (
@@ -244,7 +241,7 @@ const CLEANER_FAMILIES: &[LogFamily] = &[
             "counter",
             "Segments in the object store replaced by their cleaned version, or removed.",
         ),
-        |l| n(&l.cleaner_stats.remote_segments_replaced),
+        |l, _, _| n(&l.cleaner_stats.remote_segments_replaced),
     ),
 ];
 
@@ -522,8 +519,10 @@ pub fn render(s: &HttpState) -> String {
                 f.samples.push((l.clone(), value(&log)));
             }
             if log.config().compacted {
+                let now = crate::clock::now_ms();
+                let c = log.cleanability(now);
                 for (f, (_, value)) in cleaner.iter_mut().zip(CLEANER_FAMILIES) {
-                    f.samples.push((l.clone(), value(&log)));
+                    f.samples.push((l.clone(), value(&log, c.as_ref(), now)));
                 }
             }
         }
