@@ -4,6 +4,7 @@
 
 pub mod clock;
 pub mod config;
+pub mod coordinator_log;
 pub mod decode_bounds;
 pub mod durable_file;
 pub mod fd_limit;
@@ -20,3 +21,4 @@ pub mod server;
 pub mod start_error;
 pub mod topic_error;
 pub mod topic_name;
+pub mod txn;

@@ -286,8 +286,10 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
             }
         }
     };
-    let producer_ids = strata_broker::producer_ids::ProducerIdManager::open(&args.data_dir)
-        .context("cannot open the producer id block")?;
+    let producer_ids = Arc::new(
+        strata_broker::producer_ids::ProducerIdManager::open(&args.data_dir)
+            .context("cannot open the producer id block")?,
+    );
     // Partitions restored from the bucket carry producer ids this data dir
     // never issued: never hand them out again.
     if let Some(max) = logs
@@ -301,10 +303,22 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
             .reserve_above(max)
             .context("cannot write the producer id block")?;
     }
+    let (l, g, p, cfg) = (
+        logs.clone(),
+        groups.clone(),
+        producer_ids.clone(),
+        config.clone(),
+    );
+    let txns = tokio::task::spawn_blocking(move || {
+        strata_broker::txn::TransactionCoordinator::open(l, g, p, &cfg)
+    })
+    .await
+    .context("transaction coordinator loading task failed")??;
     let broker = Arc::new(Broker {
         logs: logs.clone(),
         groups: groups.clone(),
         producer_ids,
+        txns: txns.clone(),
         config: config.clone(),
         node_id: config.node_id(),
         advertised_host: host.clone(),
@@ -314,6 +328,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         dynamic,
     });
     logs.start_background();
+    txns.start_background();
     groups.start_background(std::time::Duration::from_millis(
         config.i64("offsets.retention.check.interval.ms").max(1) as u64,
     ));

@@ -71,6 +71,8 @@ pub enum StartError {
     Catalog(#[from] strata_catalog::CatalogError),
     #[error("reading the bucket: {0}")]
     ObjectStore(#[from] object_store::Error),
+    #[error("cannot reserve producer ids: {0}")]
+    ProducerIds(#[source] io::Error),
     #[error("start-up task failed")]
     Task(#[from] tokio::task::JoinError),
 }

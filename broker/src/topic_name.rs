@@ -18,6 +18,13 @@ pub fn is_internal(topic: &str) -> bool {
     topic.starts_with("__")
 }
 
+/// The coordinators' own topics (`__consumer_offsets`,
+/// `__transaction_state`): Kafka's internal topics, which clients may read
+/// but never produce to or delete.
+pub fn is_coordinator_topic(topic: &str) -> bool {
+    topic == "__consumer_offsets" || topic == "__transaction_state"
+}
+
 /// Kafka's limit on topic name length.
 pub const MAX_TOPIC_NAME_LEN: usize = 249;
 

@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 
 use super::group::{Group, GroupState, JoinResult, Member, SyncResult};
 use super::records::{GroupValue, MemberRecord, OffsetValue, RecordKey};
-use super::store::OffsetsLog;
+use super::store::{OffsetsLog, OffsetsRecord};
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::log_manager::LogManager;
@@ -81,6 +81,8 @@ pub struct GroupDescription {
 #[derive(Debug)]
 pub struct GroupCoordinator {
     pub(super) groups: Mutex<HashMap<String, Group>>,
+    /// Offsets committed in transactions not yet ended (lock after `groups`).
+    pub(super) pending_txn: Mutex<super::txn_offsets::PendingTxnOffsets>,
     pub(super) store: OffsetsLog,
     pub(super) logs: Arc<LogManager>,
     pub(super) cfg: CoordinatorConfig,
@@ -113,8 +115,34 @@ impl GroupCoordinator {
         let mut groups: HashMap<String, Group> = HashMap::new();
         let now = Instant::now();
         let started = Instant::now();
+        let mut pending_txn = super::txn_offsets::PendingTxnOffsets::default();
         let records = store
-            .replay(|key, value| {
+            .replay(|r| {
+                let (key, value) = match r {
+                    OffsetsRecord::Record(key, value, Some(producer_id)) => {
+                        pending_txn.add_replayed(producer_id, key, value);
+                        return;
+                    }
+                    OffsetsRecord::Record(key, value, None) => (key, value),
+                    OffsetsRecord::Marker {
+                        partition,
+                        producer_id,
+                        commit,
+                    } => {
+                        for (group, topic, part, v) in
+                            pending_txn.take(producer_id, Some(partition))
+                        {
+                            if commit {
+                                groups
+                                    .entry(group.clone())
+                                    .or_insert_with(|| Group::new(&group))
+                                    .offsets
+                                    .insert((topic, part), v);
+                            }
+                        }
+                        return;
+                    }
+                };
                 let group = key.group().to_string();
                 match (key, value) {
                     (
@@ -167,6 +195,7 @@ impl GroupCoordinator {
         );
         Ok(Arc::new(GroupCoordinator {
             groups: Mutex::new(groups),
+            pending_txn: Mutex::new(pending_txn),
             store,
             logs,
             cfg: CoordinatorConfig::from_broker(broker),

@@ -9,6 +9,7 @@ pub mod records;
 pub mod store;
 pub mod subscription;
 pub mod timers;
+pub mod txn_offsets;
 
 pub use coordinator::{CoordinatorConfig, GroupCoordinator, JoinRequest};
 pub use offsets::{CommittedOffset, OffsetCommit};

@@ -77,7 +77,7 @@ pub struct GroupValue {
     pub members: Vec<MemberRecord>,
 }
 
-fn put_str(b: &mut BytesMut, s: &str) {
+pub(crate) fn put_str(b: &mut BytesMut, s: &str) {
     b.put_i16(s.len() as i16);
     b.put_slice(s.as_bytes());
 }
@@ -92,26 +92,26 @@ fn put_bytes(b: &mut BytesMut, v: &[u8]) {
     b.put_slice(v);
 }
 
-fn need(b: &Bytes, n: usize) -> Result<(), RecordError> {
+pub(crate) fn need(b: &Bytes, n: usize) -> Result<(), RecordError> {
     if b.remaining() < n {
         Err(RecordError::Truncated)
     } else {
         Ok(())
     }
 }
-fn get_i16(b: &mut Bytes) -> Result<i16, RecordError> {
+pub(crate) fn get_i16(b: &mut Bytes) -> Result<i16, RecordError> {
     need(b, 2)?;
     Ok(b.get_i16())
 }
-fn get_i32(b: &mut Bytes) -> Result<i32, RecordError> {
+pub(crate) fn get_i32(b: &mut Bytes) -> Result<i32, RecordError> {
     need(b, 4)?;
     Ok(b.get_i32())
 }
-fn get_i64(b: &mut Bytes) -> Result<i64, RecordError> {
+pub(crate) fn get_i64(b: &mut Bytes) -> Result<i64, RecordError> {
     need(b, 8)?;
     Ok(b.get_i64())
 }
-fn get_nullable_str(b: &mut Bytes) -> Result<Option<String>, RecordError> {
+pub(crate) fn get_nullable_str(b: &mut Bytes) -> Result<Option<String>, RecordError> {
     let len = get_i16(b)?;
     if len < 0 {
         return Ok(None);
@@ -122,7 +122,7 @@ fn get_nullable_str(b: &mut Bytes) -> Result<Option<String>, RecordError> {
         .map(Some)
         .map_err(|_| RecordError::InvalidString)
 }
-fn get_str(b: &mut Bytes) -> Result<String, RecordError> {
+pub(crate) fn get_str(b: &mut Bytes) -> Result<String, RecordError> {
     get_nullable_str(b).map(|s| s.unwrap_or_default())
 }
 fn get_bytes(b: &mut Bytes) -> Result<Bytes, RecordError> {

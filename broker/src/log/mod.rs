@@ -8,16 +8,23 @@ pub mod cleaner_checkpoint;
 pub mod cleaner_remote;
 pub mod cleaner_stats;
 pub mod cleaner_threads;
+pub mod control;
 pub mod file_pool;
 pub mod group_commit;
 pub mod index;
 pub mod offset_map;
 pub mod partition_log;
 pub mod producer_state;
+pub mod read;
 pub mod retention;
 pub mod sealed;
 pub mod segment;
 pub mod tiered_part;
 pub mod timestamps;
+pub mod transactions;
+pub mod txn_index;
 
-pub use partition_log::{AppendInfo, LogError, PartitionLog, ReadResult, SharedConfig};
+pub use partition_log::{
+    AppendInfo, AppendOrigin, LogError, PartitionLog, ReadResult, SharedConfig,
+};
+pub use read::Isolation;

@@ -22,9 +22,9 @@ use bytes::Bytes;
 use thiserror::Error;
 use tokio::sync::{watch, Notify};
 
-use super::batch::{self, BatchHeader, BatchScanner};
+use super::batch::{self, BatchHeader};
 use super::producer_state::{ProducerStateManager, SequenceCheck, SequenceError};
-use super::segment::{LogSegment, RecoveryReport, SegmentSettings, SegmentSlice, LOG_SUFFIX};
+use super::segment::{LogSegment, RecoveryReport, SegmentSettings, LOG_SUFFIX};
 use crate::clock::now_ms;
 use crate::config::{TimestampType, TopicConfig};
 
@@ -76,8 +76,19 @@ pub enum LogError {
     },
     #[error("idempotent producer check failed: {0:?}")]
     Sequence(SequenceError),
+    #[error("transaction marker refused: {0:?}")]
+    Marker(SequenceError),
     #[error("storage error: {0}")]
     Io(#[from] io::Error),
+}
+
+/// Who wrote a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendOrigin {
+    /// A producer: idempotence and sequence checks apply.
+    Client,
+    /// A coordinator writing its own internal topic.
+    Coordinator,
 }
 
 /// Result of a successful append.
@@ -355,7 +366,7 @@ impl PartitionLog {
             .map(|s| s.next_offset())
             .unwrap_or(0);
         let log_start = log_start_checkpoint.unwrap_or(first).clamp(first, leo);
-        let producers = super::producer_state::rebuild_producer_state(&dir, &segments, leo)?;
+        let producers = super::producer_state::rebuild_producer_state(&dir, &mut segments, leo)?;
         Ok(Self::from_parts(
             topic, partition, dir, config, segments, log_start, leo, producers,
         ))
@@ -447,7 +458,7 @@ impl PartitionLog {
         let r = self.remote_log_start.load(Ordering::Acquire);
         (r >= 0).then_some(r)
     }
-    fn global_start(&self, local: i64) -> i64 {
+    pub(super) fn global_start(&self, local: i64) -> i64 {
         match self.remote_log_start_offset() {
             Some(r) if r < local => r,
             _ => local,
@@ -475,6 +486,18 @@ impl PartitionLog {
     /// timestamp is what is stored (the validator's, when it differs from
     /// the batch's own).
     pub fn append(&self, records: &[u8], headers: &[BatchHeader]) -> Result<AppendInfo, LogError> {
+        self.append_from(records, headers, AppendOrigin::Client)
+    }
+
+    /// [`Self::append`] for `origin`: a coordinator's own batches (offset
+    /// commits of a transaction) carry a producer id but no sequence, and
+    /// skip the idempotence checks, as in Kafka.
+    pub fn append_from(
+        &self,
+        records: &[u8],
+        headers: &[BatchHeader],
+        origin: AppendOrigin,
+    ) -> Result<AppendInfo, LogError> {
         let cfg = self.config.get();
         for h in headers {
             if h.size > cfg.max_message_bytes {
@@ -492,7 +515,15 @@ impl PartitionLog {
         let mut last_written = next - 1;
         let mut pos = 0usize;
         for h in headers {
-            match inner.producers.check(h).map_err(LogError::Sequence)? {
+            let check = match origin {
+                AppendOrigin::Client => inner.producers.check(h),
+                // Not sequenced, but a fenced producer epoch is refused.
+                AppendOrigin::Coordinator => inner
+                    .producers
+                    .check_marker(h.producer_id, h.producer_epoch)
+                    .map(|()| SequenceCheck::Append),
+            };
+            match check.map_err(LogError::Sequence)? {
                 SequenceCheck::Duplicate(meta) => {
                     tracing::debug!(topic = %self.topic, partition = self.partition, producer_id = h.producer_id,
                         base_sequence = h.base_sequence, base_offset = meta.base_offset, "duplicate batch; returning its original offset");
@@ -535,7 +566,10 @@ impl PartitionLog {
             let result = inner.active_mut().append(&scratch, &stored, now);
             inner.scratch = scratch;
             result?;
-            inner.producers.update(&stored);
+            match origin {
+                AppendOrigin::Client => inner.producers.update(&stored),
+                AppendOrigin::Coordinator => inner.producers.track_txn(&stored),
+            }
             first.get_or_insert((next, false));
             last_written = last;
             pos += h.size;
@@ -591,99 +625,6 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// Reads whole batches starting with the one that contains `offset`, up
-    /// to `max_bytes` and below the high watermark. With `min_one`, the
-    /// first batch is returned even if it is larger than `max_bytes`.
-    pub fn read(
-        &self,
-        offset: i64,
-        max_bytes: usize,
-        min_one: bool,
-    ) -> Result<ReadResult, LogError> {
-        let hw = self.high_watermark();
-        let (candidates, log_start_offset) = {
-            let inner = self.lock();
-            let leo = inner.log_end_offset();
-            if offset < inner.log_start_offset || offset > leo {
-                return Err(LogError::OffsetOutOfRange {
-                    offset,
-                    log_start_offset: inner.log_start_offset,
-                    log_end_offset: leo,
-                });
-            }
-            let mut c: Vec<(SegmentSlice, u64, PathBuf)> = Vec::with_capacity(2);
-            if offset < hw {
-                let floor = inner.segments.range(..=offset).next_back();
-                for (_, seg) in floor.into_iter().chain(inner.segments.range(offset + 1..)) {
-                    if seg.next_offset() > offset {
-                        if let Some(from) = seg.lost_from().filter(|f| offset >= *f) {
-                            return Err(LogError::LostLocally {
-                                segment: seg.log_path(),
-                                from,
-                                to: seg.next_offset() - 1,
-                            });
-                        }
-                        c.push((seg.slice()?, seg.position_hint(offset), seg.log_path()));
-                    }
-                    if c.len() == 2 {
-                        break;
-                    }
-                }
-            }
-            (c, self.global_start(inner.log_start_offset))
-        };
-        let empty = ReadResult {
-            records: Bytes::new(),
-            high_watermark: hw,
-            log_start_offset,
-        };
-        for (slice, hint, segment) in candidates {
-            let Some((pos, first)) = slice.seek(hint, offset)? else {
-                continue;
-            };
-            if first.base_offset >= hw {
-                return Ok(empty);
-            }
-            let want = if first.size > max_bytes {
-                if !min_one {
-                    return Ok(empty);
-                }
-                first.size
-            } else {
-                max_bytes
-            };
-            let mut buf = slice.read(pos, want)?;
-            let mut end = 0;
-            // CRC-checked: a batch the disk changed is never served. The
-            // last one may be cut by `want`; only a whole bad batch counts.
-            let mut scanner = BatchScanner::new(&buf, true);
-            for (p, h) in scanner.by_ref() {
-                if h.base_offset >= hw {
-                    break;
-                }
-                end = p + h.size;
-            }
-            if end == 0 {
-                if let Some(reason) = scanner.stopped_by.take() {
-                    if !matches!(reason, batch::BatchError::Truncated { .. }) {
-                        return Err(LogError::CorruptStored {
-                            segment,
-                            position: pos,
-                            reason,
-                        });
-                    }
-                }
-            }
-            buf.truncate(end);
-            return Ok(ReadResult {
-                records: Bytes::from(buf),
-                high_watermark: hw,
-                log_start_offset,
-            });
-        }
-        Ok(empty)
-    }
-
     /// Removes the partition's directory (topic deletion).
     pub fn delete(&self) -> io::Result<()> {
         self.closed.store(true, Ordering::Release);
@@ -703,7 +644,7 @@ impl PartitionLog {
 fn remove_segment_files(dir: &Path, base: i64) {
     let stem = super::segment::file_stem(base);
     super::file_pool::global().forget(&dir.join(format!("{stem}.log")));
-    for suffix in [".log", ".index", ".timeindex"] {
+    for suffix in [".log", ".index", ".timeindex", ".txnindex"] {
         let _ = fs::remove_file(dir.join(format!("{stem}{suffix}")));
     }
 }

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::config::BrokerConfig;
-use crate::log::batch::testing;
+use crate::log::batch::{testing, BatchScanner};
 use std::time::Duration;
 
 fn config(sets: &[&str]) -> Arc<SharedConfig> {

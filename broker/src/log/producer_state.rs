@@ -1,8 +1,9 @@
-//! Per-partition state of idempotent producers: for each producer id, its
-//! epoch and the last five batches it wrote (sequence range and offsets), so
-//! a retried batch is recognised and answered with its original offset, a
-//! gap is refused, and an older epoch is fenced — Kafka's
-//! `ProducerStateManager` for non-transactional producers.
+//! Per-partition state of idempotent and transactional producers: for each
+//! producer id, its epoch, the last five batches it wrote (sequence range and
+//! offsets) and the first offset of its open transaction, so a retried batch
+//! is recognised and answered with its original offset, a gap is refused, an
+//! older epoch is fenced, and the first unstable offset (what bounds the last
+//! stable offset) is known — Kafka's `ProducerStateManager`.
 //!
 //! The state is derived from batch headers, so recovery can always rebuild
 //! it by scanning the log; snapshots (`<offset>.snapshot`, written when a
@@ -15,14 +16,17 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::batch::BatchHeader;
+use super::control::{decode_marker, Marker, MarkerType};
 use super::segment::LogSegment;
+use super::txn_index::AbortedTxn;
 use crate::durable_file::write_atomically;
 
 /// Batches remembered per producer (Kafka's `max.in.flight` limit for
 /// idempotence is 5).
 pub const BATCHES_PER_PRODUCER: usize = 5;
 const SNAPSHOT_SUFFIX: &str = ".snapshot";
-const SNAPSHOT_VERSION: u16 = 1;
+/// Version 2 added each producer's open transaction and coordinator epoch.
+const SNAPSHOT_VERSION: u16 = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchMeta {
@@ -37,6 +41,32 @@ pub struct ProducerEntry {
     pub epoch: i16,
     pub batches: VecDeque<BatchMeta>,
     pub last_timestamp: i64,
+    /// First offset of the producer's open transaction in this partition.
+    pub current_txn_first_offset: Option<i64>,
+    /// Epoch of the coordinator that wrote the producer's last marker.
+    pub coordinator_epoch: i32,
+}
+
+impl ProducerEntry {
+    fn new(epoch: i16) -> Self {
+        ProducerEntry {
+            epoch,
+            batches: VecDeque::new(),
+            last_timestamp: -1,
+            current_txn_first_offset: None,
+            coordinator_epoch: -1,
+        }
+    }
+}
+
+/// A transaction that a marker ended in this partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompletedTxn {
+    pub producer_id: i64,
+    pub first_offset: i64,
+    /// The marker's offset.
+    pub last_offset: i64,
+    pub aborted: bool,
 }
 
 /// Why an idempotent batch is refused.
@@ -48,6 +78,8 @@ pub enum SequenceError {
     OutOfOrder { expected: i32, got: i32 },
     /// No state for this producer and the batch does not start a sequence.
     UnknownProducerId,
+    /// A non-transactional batch from a producer with an open transaction.
+    InvalidTxnState,
 }
 
 /// What the check decided for one batch.
@@ -75,6 +107,8 @@ fn next_seq(s: i32) -> i32 {
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ProducerStateManager {
     producers: HashMap<i64, ProducerEntry>,
+    /// Open transactions: first offset -> producer id.
+    ongoing: BTreeMap<i64, i64>,
 }
 
 impl ProducerStateManager {
@@ -121,6 +155,9 @@ impl ProducerStateManager {
                 got: h.producer_epoch,
             });
         }
+        if !h.is_transactional() && entry.current_txn_first_offset.is_some() {
+            return Err(SequenceError::InvalidTxnState);
+        }
         if h.producer_epoch > entry.epoch {
             // A new epoch restarts the sequence.
             return if h.base_sequence == 0 {
@@ -162,11 +199,11 @@ impl ProducerStateManager {
         let entry = self
             .producers
             .entry(h.producer_id)
-            .or_insert_with(|| ProducerEntry {
-                epoch: h.producer_epoch,
-                batches: VecDeque::new(),
-                last_timestamp: -1,
-            });
+            .or_insert_with(|| ProducerEntry::new(h.producer_epoch));
+        if h.is_transactional() && entry.current_txn_first_offset.is_none() {
+            entry.current_txn_first_offset = Some(h.base_offset);
+            self.ongoing.insert(h.base_offset, h.producer_id);
+        }
         if h.producer_epoch != entry.epoch {
             entry.epoch = h.producer_epoch;
             entry.batches.clear();
@@ -183,11 +220,76 @@ impl ProducerStateManager {
         entry.last_timestamp = entry.last_timestamp.max(h.max_timestamp);
     }
 
+    /// Records a coordinator's transactional batch: it opens the
+    /// producer's transaction here; sequences are not tracked.
+    pub fn track_txn(&mut self, h: &BatchHeader) {
+        if h.producer_id < 0 || !h.is_transactional() {
+            return;
+        }
+        let entry = self
+            .producers
+            .entry(h.producer_id)
+            .or_insert_with(|| ProducerEntry::new(h.producer_epoch));
+        entry.epoch = entry.epoch.max(h.producer_epoch);
+        entry.last_timestamp = entry.last_timestamp.max(h.max_timestamp);
+        if entry.current_txn_first_offset.is_none() {
+            entry.current_txn_first_offset = Some(h.base_offset);
+            self.ongoing.insert(h.base_offset, h.producer_id);
+        }
+    }
+
+    /// Checks a marker about to be written: a coordinator with an epoch
+    /// older than the producer's is fenced.
+    pub fn check_marker(&self, producer_id: i64, epoch: i16) -> Result<(), SequenceError> {
+        match self.producers.get(&producer_id) {
+            Some(e) if e.epoch > epoch => Err(SequenceError::InvalidProducerEpoch {
+                current: e.epoch,
+                got: epoch,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Records a written marker (`h` carries its offset); returns the
+    /// transaction it ended, if the producer had one open here.
+    pub fn complete_txn(&mut self, h: &BatchHeader, marker: Marker) -> Option<CompletedTxn> {
+        let entry = self
+            .producers
+            .entry(h.producer_id)
+            .or_insert_with(|| ProducerEntry::new(h.producer_epoch));
+        if h.producer_epoch > entry.epoch {
+            entry.epoch = h.producer_epoch;
+            entry.batches.clear();
+        }
+        entry.coordinator_epoch = marker.coordinator_epoch;
+        entry.last_timestamp = entry.last_timestamp.max(h.max_timestamp);
+        let first_offset = entry.current_txn_first_offset.take()?;
+        self.ongoing.remove(&first_offset);
+        Some(CompletedTxn {
+            producer_id: h.producer_id,
+            first_offset,
+            last_offset: h.base_offset,
+            aborted: marker.kind == MarkerType::Abort,
+        })
+    }
+
+    /// The first offset of the oldest open transaction: the last stable
+    /// offset cannot pass it.
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.ongoing.keys().next().copied()
+    }
+
+    /// Open transactions in this partition.
+    pub fn ongoing_count(&self) -> usize {
+        self.ongoing.len()
+    }
+
     /// Forgets producers whose last write is older than `cutoff_ms`
-    /// (`producer.id.expiration.ms`).
+    /// (`producer.id.expiration.ms`); never one with an open transaction.
     pub fn expire(&mut self, cutoff_ms: i64) -> usize {
         let before = self.producers.len();
-        self.producers.retain(|_, e| e.last_timestamp >= cutoff_ms);
+        self.producers
+            .retain(|_, e| e.last_timestamp >= cutoff_ms || e.current_txn_first_offset.is_some());
         before - self.producers.len()
     }
 
@@ -202,6 +304,8 @@ impl ProducerStateManager {
             out.extend_from_slice(&id.to_be_bytes());
             out.extend_from_slice(&e.epoch.to_be_bytes());
             out.extend_from_slice(&e.last_timestamp.to_be_bytes());
+            out.extend_from_slice(&e.current_txn_first_offset.unwrap_or(-1).to_be_bytes());
+            out.extend_from_slice(&e.coordinator_epoch.to_be_bytes());
             out.push(e.batches.len() as u8);
             for b in &e.batches {
                 out.extend_from_slice(&b.first_seq.to_be_bytes());
@@ -224,15 +328,26 @@ impl ProducerStateManager {
             return None;
         }
         let mut r = Reader { b: body, pos: 0 };
-        if r.u16()? != SNAPSHOT_VERSION {
+        let version = r.u16()?;
+        if !(1..=SNAPSHOT_VERSION).contains(&version) {
             return None;
         }
         let n = r.u32()? as usize;
         let mut producers = HashMap::with_capacity(n.min(1 << 16));
+        let mut ongoing = BTreeMap::new();
         for _ in 0..n {
             let id = r.i64()?;
             let epoch = r.u16()? as i16;
             let last_timestamp = r.i64()?;
+            let (txn_first, coordinator_epoch) = if version >= 2 {
+                (r.i64()?, r.u32()? as i32)
+            } else {
+                (-1, -1)
+            };
+            let current_txn_first_offset = (txn_first >= 0).then_some(txn_first);
+            if let Some(first) = current_txn_first_offset {
+                ongoing.insert(first, id);
+            }
             let count = r.u8()? as usize;
             let mut batches = VecDeque::with_capacity(count);
             for _ in 0..count {
@@ -249,10 +364,12 @@ impl ProducerStateManager {
                     epoch,
                     batches,
                     last_timestamp,
+                    current_txn_first_offset,
+                    coordinator_epoch,
                 },
             );
         }
-        Some(ProducerStateManager { producers })
+        Some(ProducerStateManager { producers, ongoing })
     }
 
     /// Writes `<offset>.snapshot` (state after every batch below `offset`).
@@ -298,10 +415,12 @@ impl ProducerStateManager {
 }
 
 /// Producer state after every batch below `leo`: the newest snapshot at or
-/// below it, plus the batch headers written after it.
+/// below it, plus the batch headers written after it. The transaction
+/// indexes of the segments scanned are rebuilt from their abort markers
+/// (what a crash left in them above the snapshot is dropped first).
 pub fn rebuild_producer_state(
     dir: &Path,
-    segments: &BTreeMap<i64, LogSegment>,
+    segments: &mut BTreeMap<i64, LogSegment>,
     leo: i64,
 ) -> io::Result<ProducerStateManager> {
     let first = segments.keys().next().copied().unwrap_or(0);
@@ -315,7 +434,8 @@ pub fn rebuild_producer_state(
         .next_back()
         .map(|(b, _)| *b)
         .unwrap_or(first);
-    for seg in segments.range(floor..).map(|(_, s)| s) {
+    for seg in segments.range_mut(floor..).map(|(_, s)| s) {
+        seg.txn_index_mut().truncate_from(from)?;
         let slice = seg.slice()?;
         let mut pos = if seg.base_offset() <= from {
             seg.position_hint(from)
@@ -324,7 +444,23 @@ pub fn rebuild_producer_state(
         };
         while let Some(h) = slice.header_at(pos)? {
             if h.base_offset >= from {
-                state.update(&h);
+                if h.is_control() {
+                    let bytes = slice.read(pos, h.size)?;
+                    if let Some(done) = decode_marker(&h, &bytes)
+                        .and_then(|m| state.complete_txn(&h, m))
+                        .filter(|t| t.aborted)
+                    {
+                        let lso = state.first_unstable_offset().unwrap_or(h.next_offset());
+                        seg.txn_index_mut().append(AbortedTxn {
+                            producer_id: done.producer_id,
+                            first_offset: done.first_offset,
+                            last_offset: done.last_offset,
+                            last_stable_offset: lso.min(h.next_offset()),
+                        })?;
+                    }
+                } else {
+                    state.update(&h);
+                }
                 scanned += 1;
             }
             pos += h.size as u64;

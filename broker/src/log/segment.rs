@@ -1,5 +1,6 @@
-//! `LogSegment`: one `.log` file of record batches plus its `.index` and
-//! `.timeindex`, named by the base offset in 20 digits as Kafka does.
+//! `LogSegment`: one `.log` file of record batches plus its `.index`,
+//! `.timeindex` and (once it holds an abort marker) `.txnindex`, named by
+//! the base offset in 20 digits as Kafka does.
 //!
 //! A segment owns its files and their recovery (CRC scan, torn-tail
 //! truncation, index rebuild). It never decides when to roll or delete: that
@@ -19,10 +20,15 @@ use bytes::Bytes;
 
 use super::batch::{self, BatchError, BatchHeader, HEADER_LEN, LOG_OVERHEAD};
 use super::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
+use super::txn_index::{TransactionIndex, TXN_INDEX_SUFFIX};
 
 pub const LOG_SUFFIX: &str = ".log";
 pub const INDEX_SUFFIX: &str = ".index";
 pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
+
+pub fn txn_index_path(dir: &Path, base_offset: i64) -> PathBuf {
+    dir.join(format!("{}{TXN_INDEX_SUFFIX}", file_stem(base_offset)))
+}
 
 /// File name stem for a segment: the base offset in 20 digits.
 pub fn file_stem(base_offset: i64) -> String {
@@ -66,6 +72,8 @@ pub struct LogSegment {
     /// this offset to `next_offset` are missing from the file (the disk
     /// lost them; the bucket may hold them).
     lost_from: Option<i64>,
+    /// Transactions aborted by a marker in this segment.
+    txn_index: TransactionIndex,
 }
 
 impl LogSegment {
@@ -106,6 +114,7 @@ impl LogSegment {
             settings,
             first_append_ms: None,
             lost_from: None,
+            txn_index: TransactionIndex::open(txn_index_path(dir, base_offset)),
         })
     }
 
@@ -172,6 +181,7 @@ impl LogSegment {
             settings,
             first_append_ms: None,
             lost_from: None,
+            txn_index: TransactionIndex::open(txn_index_path(dir, base_offset)),
         }
     }
 
@@ -367,7 +377,8 @@ impl LogSegment {
         self.index_max_timestamp();
         self.file()?.sync_data()?;
         self.index.persist(true)?;
-        self.time_index.persist(true)
+        self.time_index.persist(true)?;
+        self.txn_index.sync()
     }
 
     /// Records that this sealed segment, cut short by recovery, used to
@@ -406,7 +417,7 @@ impl LogSegment {
     pub fn delete_files(&self) -> io::Result<()> {
         let (log, idx, tidx) = Self::paths(&self.dir, self.base_offset);
         super::file_pool::global().forget(&log);
-        for p in [log, idx, tidx] {
+        for p in [log, idx, tidx, self.txn_index.path().to_path_buf()] {
             match fs::remove_file(&p) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -443,6 +454,12 @@ impl LogSegment {
     }
     pub fn offset_index(&self) -> &OffsetIndex {
         &self.index
+    }
+    pub fn txn_index(&self) -> &TransactionIndex {
+        &self.txn_index
+    }
+    pub fn txn_index_mut(&mut self) -> &mut TransactionIndex {
+        &mut self.txn_index
     }
     pub fn time_index(&self) -> &TimeIndex {
         &self.time_index

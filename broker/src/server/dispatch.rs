@@ -346,6 +346,28 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
         ApiKey::InitProducerId => {
             route!(InitProducerIdRequest, handlers::producer::init_producer_id)
         }
+        ApiKey::AddPartitionsToTxn => {
+            route!(
+                AddPartitionsToTxnRequest,
+                handlers::txn::add_partitions_to_txn
+            )
+        }
+        ApiKey::AddOffsetsToTxn => {
+            route!(AddOffsetsToTxnRequest, handlers::txn::add_offsets_to_txn)
+        }
+        ApiKey::TxnOffsetCommit => {
+            route!(TxnOffsetCommitRequest, handlers::txn::txn_offset_commit)
+        }
+        ApiKey::EndTxn => route!(EndTxnRequest, handlers::txn::end_txn),
+        ApiKey::DescribeTransactions => {
+            route!(
+                DescribeTransactionsRequest,
+                handlers::txn::describe_transactions
+            )
+        }
+        ApiKey::ListTransactions => {
+            route!(ListTransactionsRequest, handlers::txn::list_transactions)
+        }
         other => Err(DispatchError::UnsupportedVersion {
             api: other,
             version,

@@ -23,13 +23,15 @@ use crate::group::GroupCoordinator;
 use crate::log_manager::LogManager;
 use crate::producer_ids::ProducerIdManager;
 use crate::remote::TieredStorage;
+use crate::txn::TransactionCoordinator;
 
 /// What every request handler can see.
 #[derive(Debug)]
 pub struct Broker {
     pub logs: Arc<LogManager>,
     pub groups: Arc<GroupCoordinator>,
-    pub producer_ids: ProducerIdManager,
+    pub producer_ids: Arc<ProducerIdManager>,
+    pub txns: Arc<TransactionCoordinator>,
     pub config: Arc<BrokerConfig>,
     pub node_id: i32,
     pub advertised_host: String,

@@ -25,6 +25,7 @@ fn broker(dir: &std::path::Path) -> Broker {
             &[
                 "group.initial.rebalance.delay.ms=0".into(),
                 "offsets.topic.num.partitions=3".into(),
+                "transaction.state.log.num.partitions=3".into(),
             ],
         )
         .unwrap(),
@@ -33,8 +34,17 @@ fn broker(dir: &std::path::Path) -> Broker {
     logs.create_topic("t", 2, 1, BTreeMap::new(), false)
         .unwrap();
     let groups = crate::group::GroupCoordinator::open(logs.clone(), &config).unwrap();
+    let producer_ids = Arc::new(crate::producer_ids::ProducerIdManager::open(dir).unwrap());
+    let txns = crate::txn::TransactionCoordinator::open(
+        logs.clone(),
+        groups.clone(),
+        producer_ids.clone(),
+        &config,
+    )
+    .unwrap();
     Broker {
-        producer_ids: crate::producer_ids::ProducerIdManager::open(dir).unwrap(),
+        producer_ids,
+        txns,
         logs,
         groups,
         config,

@@ -31,6 +31,12 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::InitProducerId, 0, 5),
+    (ApiKey::AddPartitionsToTxn, 0, 5),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::EndTxn, 0, 4),
+    (ApiKey::TxnOffsetCommit, 0, 4),
+    (ApiKey::DescribeTransactions, 0, 0),
+    (ApiKey::ListTransactions, 0, 1),
 ];
 
 pub fn range(api: ApiKey) -> Option<(i16, i16)> {

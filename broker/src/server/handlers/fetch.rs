@@ -1,6 +1,8 @@
 //! Fetch: whole batches from each requested partition up to the high
-//! watermark, within `max_bytes` and each partition's limit, with the long
-//! poll (`max_wait_ms` / `min_bytes`) driven by high-watermark changes.
+//! watermark (read uncommitted) or the last stable offset (read committed,
+//! with the aborted transactions among the records returned), within
+//! `max_bytes` and each partition's limit, with the long poll (`max_wait_ms`
+//! / `min_bytes`) driven by high-watermark changes.
 //!
 //! As in Kafka (KIP-74), the first batch of the first partition with data is
 //! returned even if it exceeds the limits, so a consumer can always progress.
@@ -14,7 +16,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::future::select_all;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
 use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 use tokio::time::Instant;
@@ -22,7 +26,7 @@ use uuid::Uuid;
 
 use strata_tiering::RemotePartition;
 
-use crate::log::{LogError, PartitionLog, ReadResult};
+use crate::log::{Isolation, LogError, PartitionLog, ReadResult};
 use crate::log_manager::Topic;
 use crate::remote::remote_log_reader::{
     RemoteFetch, RemoteFetchOutcome, RemoteFetchPartition, RemoteLogReader,
@@ -154,13 +158,39 @@ fn base_data(t: &Target, read_committed: bool) -> PartitionData {
     pd
 }
 
-fn fill(pd: &mut PartitionData, read: ReadResult) -> usize {
+fn fill(pd: &mut PartitionData, read: ReadResult, log: &PartitionLog) -> usize {
     pd.high_watermark = read.high_watermark;
-    pd.last_stable_offset = read.high_watermark;
+    pd.last_stable_offset = log.last_stable_offset();
     pd.log_start_offset = read.log_start_offset;
+    if let (Some(aborted), Some((from, end))) = (
+        pd.aborted_transactions.as_mut(),
+        offset_range(&read.records),
+    ) {
+        *aborted = log
+            .aborted_transactions(from, end)
+            .into_iter()
+            .map(|t| {
+                let mut a = AbortedTransaction::default();
+                a.producer_id = ProducerId(t.producer_id);
+                a.first_offset = t.first_offset;
+                a
+            })
+            .collect();
+    }
     let n = read.records.len();
     pd.records = Some(read.records);
     n
+}
+
+/// The offsets `[first base offset, next offset after the last batch)` of
+/// whole batches (headers only; no CRC work).
+fn offset_range(records: &[u8]) -> Option<(i64, i64)> {
+    let mut batches = crate::log::batch::BatchScanner::new(records, false);
+    let (_, first) = batches.next()?;
+    let end = batches
+        .last()
+        .map_or(first.next_offset(), |(_, h)| h.next_offset());
+    Some((first.base_offset, end))
 }
 
 fn remote_result(log: &PartitionLog, records: Bytes) -> ReadResult {
@@ -174,7 +204,7 @@ fn remote_result(log: &PartitionLog, records: Bytes) -> ReadResult {
 fn out_of_range(pd: &mut PartitionData, log: &PartitionLog) {
     pd.error_code = ResponseError::OffsetOutOfRange.code();
     pd.high_watermark = log.high_watermark();
-    pd.last_stable_offset = pd.high_watermark;
+    pd.last_stable_offset = log.last_stable_offset();
     pd.log_start_offset = log.log_start_offset();
     pd.records = Some(Bytes::new());
 }
@@ -182,7 +212,7 @@ fn out_of_range(pd: &mut PartitionData, log: &PartitionLog) {
 fn storage_error(pd: &mut PartitionData, log: &PartitionLog) {
     pd.error_code = ResponseError::KafkaStorageError.code();
     pd.high_watermark = log.high_watermark();
-    pd.last_stable_offset = pd.high_watermark;
+    pd.last_stable_offset = log.last_stable_offset();
     pd.log_start_offset = log.log_start_offset();
 }
 
@@ -236,6 +266,11 @@ async fn read_all(
     let mut total = 0usize;
     let mut any_error = false;
     let mut remote_pending: Vec<(usize, Arc<RemotePartition>)> = Vec::new();
+    let isolation = if read_committed {
+        Isolation::ReadCommitted
+    } else {
+        Isolation::ReadUncommitted
+    };
     for (i, t) in targets.iter().enumerate() {
         let mut pd = base_data(t, read_committed);
         let Some(log) = &t.log else {
@@ -246,8 +281,8 @@ async fn read_all(
         };
         let remaining = response_max.saturating_sub(total);
         let limit = t.max_bytes.min(remaining);
-        match log.read(t.fetch_offset, limit, total == 0) {
-            Ok(read) => total += fill(&mut pd, read),
+        match log.read_below(t.fetch_offset, limit, total == 0, isolation) {
+            Ok(read) => total += fill(&mut pd, read, log),
             Err(LogError::OffsetOutOfRange { .. }) => match remote_partition(b, t, log) {
                 Some(rp) => remote_pending.push((i, rp)),
                 None => {
@@ -325,17 +360,19 @@ async fn read_all(
         let Some(log) = &t.log else { continue };
         let pd = &mut out[i];
         match outcome {
-            RemoteFetchOutcome::Records(records) => total += fill(pd, remote_result(log, records)),
+            RemoteFetchOutcome::Records(records) => {
+                total += fill(pd, remote_result(log, records), log)
+            }
             RemoteFetchOutcome::NotReady => {
-                fill(pd, remote_result(log, Bytes::new()));
+                fill(pd, remote_result(log, Bytes::new()), log);
             }
             RemoteFetchOutcome::NotRemote => {
                 // A gap no segment covers (left while remote storage was
                 // off): continue where the local log starts, as a
                 // compacted log would.
                 let limit = t.max_bytes.min(response_max.saturating_sub(total));
-                match log.read(log.local_log_start_offset(), limit, total == 0) {
-                    Ok(read) => total += fill(pd, read),
+                match log.read_below(log.local_log_start_offset(), limit, total == 0, isolation) {
+                    Ok(read) => total += fill(pd, read, log),
                     Err(_) => {
                         out_of_range(pd, log);
                         any_error = true;

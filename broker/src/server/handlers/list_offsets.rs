@@ -1,9 +1,10 @@
 //! ListOffsets: earliest (-2, the log start, remote included), latest (-1,
-//! the high watermark), max timestamp (-3), earliest local (-4, KIP-405:
+//! the high watermark, or the last stable offset for read committed), max timestamp (-3), earliest local (-4, KIP-405:
 //! the first offset on local disk), latest tiered (-5, KIP-1005: the last
 //! offset in the object store, -1 when none), and the first offset at or
 //! after a timestamp — looked up in the object store first when the
-//! answer lies below the local log start.
+//! answer lies below the local log start. As in Kafka, a read committed
+//! lookup never answers an offset at or above the last stable offset.
 
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -11,7 +12,7 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 
-use crate::log::LogError;
+use crate::log::{Isolation, LogError};
 use crate::remote::remote_log_reader::RemoteLogReader;
 use crate::server::Broker;
 
@@ -32,6 +33,7 @@ pub const LATEST_TIERED: i64 = -5;
 
 pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOffsetsResponse {
     let mut r = ListOffsetsResponse::default();
+    let isolation = Isolation::from_level(req.isolation_level);
     for t in req.topics {
         let topic = b.logs.topic(&t.name.0);
         let mut out = ListOffsetsTopicResponse::default();
@@ -54,8 +56,12 @@ pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOf
                             .map(|rp| (RemoteLogReader::new(r, &b.groups), rp)),
                         _ => None,
                     };
+                    let fetchable = match isolation {
+                        Isolation::ReadCommitted => log.last_stable_offset(),
+                        Isolation::ReadUncommitted => log.high_watermark(),
+                    };
                     let found: Result<Option<(i64, i64)>, LookupError> = match p.timestamp {
-                        LATEST => Ok(Some((log.high_watermark(), -1))),
+                        LATEST => Ok(Some((fetchable, -1))),
                         EARLIEST => Ok(Some((log.log_start_offset(), -1))),
                         EARLIEST_LOCAL => Ok(Some((log.local_log_start_offset(), -1))),
                         LATEST_TIERED => {
@@ -104,6 +110,14 @@ pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOf
                             pr.error_code = ResponseError::InvalidRequest.code();
                             Ok(None)
                         }
+                    };
+                    let found = match (p.timestamp, found) {
+                        (MAX_TIMESTAMP, Ok(Some((offset, _)))) | (0.., Ok(Some((offset, _))))
+                            if offset >= fetchable =>
+                        {
+                            Ok(None)
+                        }
+                        (_, found) => found,
                     };
                     match found {
                         Ok(Some((offset, ts))) => {

@@ -125,7 +125,7 @@ fn error_topic(name: Option<String>, id: Uuid, code: i16) -> MetadataResponseTop
 
 fn describe(topic: &Arc<Topic>, b: &Broker) -> MetadataResponseTopic {
     let mut t = error_topic(Some(topic.name.clone()), topic.id, 0);
-    t.is_internal = topic.name == crate::group::OFFSETS_TOPIC;
+    t.is_internal = crate::topic_name::is_coordinator_topic(&topic.name);
     t.partitions = (0..topic.partition_count() as i32)
         .map(|p| {
             let mut mp = MetadataResponsePartition::default();

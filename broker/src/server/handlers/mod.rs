@@ -11,6 +11,7 @@ pub mod metadata;
 pub mod produce;
 pub mod producer;
 pub mod topics;
+pub mod txn;
 
 use kafka_protocol::protocol::StrBytes;
 

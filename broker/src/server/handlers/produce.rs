@@ -175,7 +175,7 @@ pub fn append(req: ProduceRequest, version: i16, b: &Broker) -> PendingProduce {
                 }
             } else {
                 match topic.as_ref().and_then(|t| t.partition(pd.index)) {
-                    Some(_) if name == crate::group::OFFSETS_TOPIC => Appended {
+                    Some(_) if crate::topic_name::is_coordinator_topic(&name) => Appended {
                         response: error(
                             pd.index,
                             ResponseError::InvalidTopicException,
@@ -366,6 +366,11 @@ fn append_partition(
                 SequenceError::OutOfOrder { expected, got } => (
                     ResponseError::OutOfOrderSequenceNumber,
                     format!("expected sequence {expected}, got {got}"),
+                ),
+                SequenceError::InvalidTxnState => (
+                    ResponseError::InvalidTxnState,
+                    "a non-transactional batch from a producer with an open transaction"
+                        .to_string(),
                 ),
                 SequenceError::UnknownProducerId => (
                     ResponseError::UnknownProducerId,

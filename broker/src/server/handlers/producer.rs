@@ -1,25 +1,42 @@
-//! InitProducerId for idempotent producers: a fresh producer id with epoch
-//! 0. Transactions are not supported yet, so a transactional id is refused
-//! with a message rather than half-served.
+//! InitProducerId: for an idempotent producer a fresh producer id with
+//! epoch 0; with a transactional id, the transaction coordinator's producer
+//! id and next epoch for it (which fences older producers of the id).
 
 use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 
 use crate::server::Broker;
+use crate::txn::ProducerIdAndEpoch;
 
 pub async fn init_producer_id(
     req: InitProducerIdRequest,
-    _version: i16,
+    version: i16,
     b: &Broker,
 ) -> InitProducerIdResponse {
     let mut r = InitProducerIdResponse::default();
     r.producer_id = ProducerId(-1);
     r.producer_epoch = -1;
-    if req.transactional_id.is_some() {
-        r.error_code = ResponseError::InvalidRequest.code();
-        tracing::warn!(
-            "InitProducerId with a transactional id refused: transactions are not supported yet"
-        );
+    if let Some(id) = &req.transactional_id {
+        // v3+ (KIP-360): a client that already holds an id and epoch.
+        let expected = (req.producer_id.0 >= 0).then_some(ProducerIdAndEpoch {
+            producer_id: req.producer_id.0,
+            producer_epoch: req.producer_epoch,
+        });
+        match b
+            .txns
+            .init_producer_id(id, req.transaction_timeout_ms, expected)
+            .await
+        {
+            Ok(p) => {
+                r.producer_id = ProducerId(p.producer_id);
+                r.producer_epoch = p.producer_epoch;
+            }
+            // PRODUCER_FENCED exists from v4 (KIP-588).
+            Err(ResponseError::ProducerFenced) if version < 4 => {
+                r.error_code = ResponseError::InvalidProducerEpoch.code()
+            }
+            Err(e) => r.error_code = e.code(),
+        }
         return r;
     }
     match b.producer_ids.next_id() {

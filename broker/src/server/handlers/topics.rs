@@ -207,7 +207,7 @@ pub async fn delete_topics(
             )),
         };
         let outcome = match resolved {
-            Ok(n) if n == crate::group::OFFSETS_TOPIC => Err((
+            Ok(n) if crate::topic_name::is_coordinator_topic(&n) => Err((
                 ResponseError::InvalidRequest,
                 format!("Cannot delete internal topic {n}"),
             )),
