@@ -24,6 +24,9 @@ pub struct RemoteSegment {
     pub time_index_key: String,
     #[serde(default)]
     pub producer_snapshot_key: Option<String>,
+    /// The segment's `.txnindex` (aborted transactions), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub txn_index_key: Option<String>,
 }
 
 impl RemoteSegment {
@@ -178,6 +181,7 @@ pub(crate) mod tests {
             index_key: format!("{base}.index"),
             time_index_key: format!("{base}.timeindex"),
             producer_snapshot_key: None,
+            txn_index_key: None,
         }
     }
 

@@ -264,6 +264,7 @@ fn object_keys(s: &RemoteSegment) -> impl Iterator<Item = &str> {
         Some(s.index_key.as_str()),
         Some(s.time_index_key.as_str()),
         s.producer_snapshot_key.as_deref(),
+        s.txn_index_key.as_deref(),
     ]
     .into_iter()
     .flatten()

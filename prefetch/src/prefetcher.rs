@@ -350,6 +350,18 @@ impl Prefetcher {
             .await?
     }
 
+    /// The bytes of `seg`'s `.txnindex` (its aborted transactions; empty
+    /// when it has none), through the index cache.
+    pub async fn txn_index(self: &Arc<Self>, seg: &RemoteSegment) -> Result<Bytes, PrefetchError> {
+        let Some(key) = seg.txn_index_key.clone() else {
+            return Ok(Bytes::new());
+        };
+        let me = self.clone();
+        self.handle
+            .spawn(async move { me.index_object(&key).await })
+            .await?
+    }
+
     async fn index_object(&self, key: &str) -> Result<Bytes, PrefetchError> {
         if let Some(b) = self.indexes.get(key) {
             return Ok(b);

@@ -143,6 +143,7 @@ async fn segments(
             index_key: key("index"),
             time_index_key: key("timeindex"),
             producer_snapshot_key: None,
+            txn_index_key: None,
         });
     }
     (segs, all)

@@ -27,7 +27,8 @@ import wire
 UNSUPPORTED_VERSION = 35
 KAFKA_39 = BROKER_API_VERSIONS[(3, 9)]
 # The APIs Strata implements (checked against its ApiVersions below).
-STRATA_APIS = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 22, 32, 33, 37, 42, 44, 47, 60}
+STRATA_APIS = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 22, 24, 25, 26, 28, 32, 33, 37, 42,
+               44, 47, 60, 65, 66}
 
 
 def test_api_versions_span_kafka_39s_range(broker):
@@ -475,7 +476,11 @@ KIO_TABLE = _kio_pairs()
 # JoinGroup without a member id gets MEMBER_ID_REQUIRED (KIP-394);
 # Heartbeat, SyncGroup and LeaveGroup from no member UNKNOWN_MEMBER_ID;
 # DeleteGroups and OffsetDelete of a group never created GROUP_ID_NOT_FOUND.
-EXPECTED_ERRORS = {11: {79}, 12: {25}, 14: {25}, 13: {25}, 42: {69}, 47: {69}}
+# The transaction APIs for a transactional id never initialised:
+# INVALID_PRODUCER_ID_MAPPING (AddPartitionsToTxn's verify-only check:
+# INVALID_TXN_STATE); DescribeTransactions: TRANSACTIONAL_ID_NOT_FOUND.
+EXPECTED_ERRORS = {11: {79}, 12: {25}, 14: {25}, 13: {25}, 42: {69}, 47: {69},
+                   24: {49, 48}, 25: {49}, 26: {49}, 28: {49}, 65: {105}}
 
 
 @pytest.mark.parametrize("api,version", KIO_TABLE, ids=[f"api{a}v{v}" for a, v in KIO_TABLE])

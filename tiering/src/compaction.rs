@@ -141,6 +141,9 @@ impl CompactionLease {
             index_key: index_key.to_string(),
             time_index_key: time_key.to_string(),
             producer_snapshot_key: original.producer_snapshot_key.clone(),
+            // Markers are kept by compaction: the aborted transactions
+            // are the original's (the object is shared, as the snapshot).
+            txn_index_key: original.txn_index_key.clone(),
         })
     }
 

@@ -111,6 +111,7 @@ mod tests {
                 index: PathBuf::new(),
                 time_index: PathBuf::new(),
                 producer_snapshot: None,
+                txn_index: None,
             },
             size_bytes: size,
             retention_timestamp: ts,
@@ -167,6 +168,7 @@ mod tests {
             index_key: String::new(),
             time_index_key: String::new(),
             producer_snapshot_key: None,
+            txn_index_key: None,
         }
     }
 

@@ -30,6 +30,8 @@ pub struct SealedSegment {
     pub index: PathBuf,
     pub time_index: PathBuf,
     pub producer_snapshot: Option<PathBuf>,
+    /// The `.txnindex`, if the segment holds abort markers.
+    pub txn_index: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -83,6 +85,14 @@ pub async fn upload_segment(
         }
         None => None,
     };
+    let txn_index_key = match &seg.txn_index {
+        Some(p) => {
+            let k = key("txnindex");
+            upload_file(store, p, &k, opts).await?;
+            Some(k.to_string())
+        }
+        None => None,
+    };
     let remote = RemoteSegment {
         base_offset: seg.base_offset,
         last_offset: seg.last_offset,
@@ -95,6 +105,7 @@ pub async fn upload_segment(
         index_key: index_key.to_string(),
         time_index_key: time_key.to_string(),
         producer_snapshot_key: snapshot_key,
+        txn_index_key,
     };
     catalog.add_segment(remote.clone()).await?;
     tracing::info!(topic = %path.topic, partition = path.partition, base_offset = seg.base_offset,
@@ -213,6 +224,7 @@ mod tests {
             index: dir.join(format!("{stem}.index")),
             time_index: dir.join(format!("{stem}.timeindex")),
             producer_snapshot: Some(dir.join(format!("{stem}.snapshot"))),
+            txn_index: None,
         }
     }
 

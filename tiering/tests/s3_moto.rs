@@ -127,6 +127,7 @@ async fn stale_broker_is_fenced_and_the_catalog_stays_consistent() {
             index: dir.path().join(format!("{stem}.index")),
             time_index: dir.path().join(format!("{stem}.timeindex")),
             producer_snapshot: None,
+            txn_index: None,
         }
     };
     let opts = UploadOptions {

@@ -6,7 +6,10 @@
 //! rewritten in groups of at most `segment.bytes`, keeping each key's latest
 //! record, tombstones until their delete horizon, and every active
 //! producer's last batch (`strata_format::compaction` rewrites a batch).
-//! Offsets never change: a cleaned log has gaps.
+//! Offsets never change: a cleaned log has gaps. Transactions: the dirty
+//! section ends before the first unstable offset (an open transaction may
+//! still abort); records of aborted transactions are removed and never
+//! count as a key's latest value; markers and `.txnindex` entries stay.
 //!
 //! A group is written into `cleaner.tmp/` with its indexes, then moved into
 //! place under the partition lock: the indexes, then the `.log` file (the
@@ -26,12 +29,14 @@ use std::time::Duration;
 use strata_catalog::RemoteSegment;
 use strata_format::compaction::{clean_batch, for_each_record, CleanPolicy, Cleaned};
 
+use super::aborted_ranges::AbortedRanges;
 use super::batch::{BatchHeader, BatchScanner};
 use super::cleaner_remote::{OpenedSegment, RemotePass, RemoteView};
 use super::partition_log::{fsync_dir, settings, LogError, PartitionLog};
 use super::segment::{
     file_stem, LogSegment, SegmentSlice, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX,
 };
+use super::txn_index::{encode_entries, TXN_INDEX_SUFFIX};
 
 pub use super::cleaner_checkpoint::{interrupted_pass, CleanerCheckpoint, TMP_DIR};
 pub use super::cleaner_threads::{clean_dirtiest, start_cleaners};
@@ -126,6 +131,8 @@ impl PartitionLog {
         let checkpoint = CleanerCheckpoint::load(self.dir());
         let inner = self.lock();
         let active = inner.active().base_offset();
+        // Nothing at or after an open transaction's first offset is cleaned.
+        let unstable = inner.producers.first_unstable_offset().unwrap_or(i64::MAX);
         let lag_cutoff = now.saturating_sub(cfg.min_compaction_lag_ms);
         // A segment with records younger than min.compaction.lag.ms, and
         // everything after it, waits.
@@ -136,7 +143,10 @@ impl PartitionLog {
         let mut local = Vec::new();
         let mut whole = true;
         for (base, seg) in inner.segments.range(..active) {
-            if too_young(seg.max_timestamp()) || seg.lost_from().is_some() {
+            if too_young(seg.max_timestamp())
+                || seg.lost_from().is_some()
+                || seg.next_offset() > unstable
+            {
                 break;
             }
             let Ok(slice) = seg.slice() else { break };
@@ -227,6 +237,12 @@ impl PartitionLog {
             max_batch_bytes: cfg.max_message_bytes.max(1 << 20) * 2,
         };
 
+        let aborted = AbortedRanges::new(
+            self.lock()
+                .segments
+                .values()
+                .flat_map(|s| s.txn_index().entries().iter()),
+        );
         // 1. The map: latest offset of each key in the dirty section.
         map.clear();
         let mut map_end = first_dirty;
@@ -236,7 +252,7 @@ impl PartitionLog {
             for_each_batch(&opened.slice, |bytes, h| {
                 stats.bytes_read += h.size as u64;
                 throttle.account(h.size);
-                if full || h.last_offset() < first_dirty || h.is_control() {
+                if full || h.last_offset() < first_dirty || h.is_control() || aborted.contains(h) {
                     return Ok(());
                 }
                 let mut batch_fits = true;
@@ -277,6 +293,7 @@ impl PartitionLog {
         let _ = fs::remove_dir_all(&tmp);
         fs::create_dir_all(&tmp)?;
         let mut rewrite = Rewrite {
+            aborted: &aborted,
             policy: &policy,
             producers: &producers,
             map: &*map,
@@ -361,7 +378,9 @@ impl PartitionLog {
             let retain_empty =
                 h.producer_id >= 0 && rw.producers.get(&h.producer_id) == Some(&h.last_offset());
             let map = &*rw.map;
+            let aborted = rw.aborted.contains(h);
             let cleaned = clean_batch(bytes, rw.policy, retain_empty, |r| match r.key {
+                _ if aborted => false,
                 None => false,
                 Some(k) => map.get(k).is_none_or(|latest| r.offset >= latest),
             });
@@ -429,6 +448,25 @@ impl PartitionLog {
         }
         let dir = self.dir().to_path_buf();
         let stem = file_stem(base);
+        // The group's aborted transactions go with its markers into the
+        // cleaned segment: written beside it, moved in before its .log.
+        let aborted: Vec<_> = group
+            .iter()
+            .filter_map(|g| inner.segments.get(&g.base))
+            .flat_map(|s| s.txn_index().entries().iter().copied())
+            .collect();
+        let txn_index_name = format!("{stem}{TXN_INDEX_SUFFIX}");
+        if cleaned {
+            if aborted.is_empty() {
+                let _ = fs::remove_file(dir.join(&txn_index_name));
+            } else {
+                crate::durable_file::write_atomically(
+                    &tmp.join(&txn_index_name),
+                    &encode_entries(&aborted),
+                )?;
+                fs::rename(tmp.join(&txn_index_name), dir.join(&txn_index_name))?;
+            }
+        }
         super::file_pool::global().forget(&dir.join(format!("{stem}{LOG_SUFFIX}")));
         // The cleaned segment first (its .log rename is the commit point),
         // then the rest of the group: a crash in between leaves segments a
@@ -461,6 +499,7 @@ impl PartitionLog {
 
 /// What rewriting a segment needs from its pass.
 struct Rewrite<'a> {
+    aborted: &'a AbortedRanges,
     policy: &'a CleanPolicy,
     producers: &'a HashMap<i64, i64>,
     map: &'a OffsetMap,

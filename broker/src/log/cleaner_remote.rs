@@ -164,6 +164,7 @@ impl RemotePass {
             index: dir.join(format!("{stem}{INDEX_SUFFIX}")),
             time_index: dir.join(format!("{stem}{TIME_INDEX_SUFFIX}")),
             producer_snapshot: None,
+            txn_index: None,
         };
         self.part
             .runtime

@@ -1,6 +1,7 @@
 //! The partition log: Kafka's on-disk layout of segments, indexes and
 //! checkpoints, owned per partition by [`PartitionLog`].
 
+pub mod aborted_ranges;
 pub mod batch;
 pub mod checkpoint;
 pub mod cleaner;

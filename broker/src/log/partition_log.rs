@@ -221,11 +221,14 @@ impl PartitionLog {
     ) -> Result<Arc<Self>, LogError> {
         let dir = data_dir.join(partition_dir_name(topic, partition));
         fs::create_dir_all(&dir)?;
-        if let Some(snapshot) = producer_snapshot {
-            crate::durable_file::write_atomically(
-                &super::producer_state::snapshot_path(&dir, start_offset),
-                snapshot,
-            )?;
+        if let Some(mut state) = producer_snapshot.and_then(ProducerStateManager::decode) {
+            // The markers of transactions open at the bucket's end were
+            // lost with the disk (and their coordinator's state with it):
+            // nothing would ever end them, and the last stable offset
+            // would stay behind them for good. Their records read as
+            // committed (docs/transactions.md).
+            state.forget_open_transactions();
+            state.write_snapshot(&dir, start_offset)?;
         }
         let log = Self::open(
             data_dir,

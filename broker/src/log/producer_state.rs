@@ -273,6 +273,15 @@ impl ProducerStateManager {
         })
     }
 
+    /// Forgets every open transaction (a log restored from the bucket
+    /// alone, whose markers were lost).
+    pub fn forget_open_transactions(&mut self) {
+        for e in self.producers.values_mut() {
+            e.current_txn_first_offset = None;
+        }
+        self.ongoing.clear();
+    }
+
     /// The first offset of the oldest open transaction: the last stable
     /// offset cannot pass it.
     pub fn first_unstable_offset(&self) -> Option<i64> {

@@ -22,13 +22,17 @@ pub struct SealedSegmentFiles {
     pub time_index: PathBuf,
     /// Producer state as of the segment's end, if the snapshot still exists.
     pub producer_snapshot: Option<PathBuf>,
+    /// The aborted transactions whose markers it holds, if any.
+    pub txn_index: Option<PathBuf>,
 }
 
 impl PartitionLog {
-    /// Sealed segments entirely below the high watermark (durable), oldest
-    /// first. Empty segments are left out.
+    /// Sealed segments entirely below the high watermark (durable) and
+    /// the last stable offset (no open transaction: the bucket only gets
+    /// decided data, as Kafka tiers), oldest first. Empty segments are
+    /// left out.
     pub fn sealed_segment_files(&self) -> Vec<SealedSegmentFiles> {
-        let hw = self.high_watermark();
+        let hw = self.last_stable_offset();
         let inner = self.lock();
         let active = inner.active().base_offset();
         let dir = self.dir();
@@ -49,6 +53,8 @@ impl PartitionLog {
                     index: dir.join(format!("{stem}.index")),
                     time_index: dir.join(format!("{stem}.timeindex")),
                     producer_snapshot: snapshot.exists().then_some(snapshot),
+                    txn_index: (!s.txn_index().entries().is_empty())
+                        .then(|| s.txn_index().path().to_path_buf()),
                 }
             })
             .collect()

@@ -58,6 +58,7 @@ impl LocalLog for LocalLogView {
                     index: s.index,
                     time_index: s.time_index,
                     producer_snapshot: s.producer_snapshot,
+                    txn_index: s.txn_index,
                 },
             })
             .collect()

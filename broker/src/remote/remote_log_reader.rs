@@ -25,6 +25,7 @@ use tokio::time::Instant;
 use super::reads::{Reader, RemoteRead};
 use super::TieredStorage;
 use crate::group::GroupCoordinator;
+use crate::log::txn_index::{decode_entries, AbortedTxn};
 
 /// Remote reads wait for data at least this long, even when the fetch's
 /// own wait is shorter, so `fetch.wait.max.ms=0` consumers still progress.
@@ -222,6 +223,36 @@ impl<'a> RemoteLogReader<'a> {
         self.remote
             .max_timestamp_offset(rp, local_start, than)
             .await
+    }
+
+    /// The aborted transactions recorded in the remote segments' `.txnindex`
+    /// objects that overlap `[from, upper)` (read committed fetches of
+    /// history), in marker order, stopping as Kafka does once an entry's
+    /// last stable offset reaches `upper` (the caller adds the local
+    /// log's entries).
+    pub async fn aborted_transactions(
+        &self,
+        rp: &RemotePartition,
+        from: i64,
+        upper: i64,
+    ) -> Result<Vec<AbortedTxn>, PrefetchError> {
+        let mut out = Vec::new();
+        let manifest = rp.manifest();
+        for seg in manifest.segments.iter().filter(|s| s.next_offset() > from) {
+            if seg.txn_index_key.is_none() {
+                continue;
+            }
+            let bytes = self.remote.prefetcher.txn_index(seg).await?;
+            for t in decode_entries(&bytes) {
+                if t.overlaps(from, upper) {
+                    out.push(t);
+                }
+                if t.last_stable_offset >= upper {
+                    return Ok(out);
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The operator's quota: a fetch that finds it used up waits for it

@@ -326,10 +326,11 @@ def plan(entries: list[Entry], each: bool = False) -> list[Run]:
         return [Run([e], e.subtests, e.scenario) for e in entries]
     runs = []
     for sc in dict.fromkeys(e.scenario for e in entries):
-        whole = [e for e in entries if not e.subtests and e.scenario == sc]
+        whole = [e for e in entries if not e.subtests and not e.retry and e.scenario == sc]
         if whole:
             runs.append(Run(whole, None, sc))
-    runs += [Run([e], e.subtests, e.scenario) for e in entries if e.subtests]
+    # NUMBER:SUBTESTS entries, and `retry` ones (rerun alone), run by themselves.
+    runs += [Run([e], e.subtests, e.scenario) for e in entries if e.subtests or e.retry]
     return runs
 
 

@@ -132,6 +132,7 @@ impl FakeLog {
                 index: f("index"),
                 time_index: f("timeindex"),
                 producer_snapshot: None,
+                txn_index: None,
             },
             size_bytes: size as u64,
             retention_timestamp: ts,

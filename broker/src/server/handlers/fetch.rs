@@ -26,6 +26,7 @@ use uuid::Uuid;
 
 use strata_tiering::RemotePartition;
 
+use crate::log::txn_index::AbortedTxn;
 use crate::log::{Isolation, LogError, PartitionLog, ReadResult};
 use crate::log_manager::Topic;
 use crate::remote::remote_log_reader::{
@@ -159,6 +160,17 @@ fn base_data(t: &Target, read_committed: bool) -> PartitionData {
 }
 
 fn fill(pd: &mut PartitionData, read: ReadResult, log: &PartitionLog) -> usize {
+    fill_with(pd, read, log, Vec::new())
+}
+
+/// [`fill`], for a read committed fetch with the aborted transactions the
+/// bucket's part of the log already contributed (`remote_aborted`).
+fn fill_with(
+    pd: &mut PartitionData,
+    read: ReadResult,
+    log: &PartitionLog,
+    remote_aborted: Vec<AbortedTxn>,
+) -> usize {
     pd.high_watermark = read.high_watermark;
     pd.last_stable_offset = log.last_stable_offset();
     pd.log_start_offset = read.log_start_offset;
@@ -166,8 +178,13 @@ fn fill(pd: &mut PartitionData, read: ReadResult, log: &PartitionLog) -> usize {
         pd.aborted_transactions.as_mut(),
         offset_range(&read.records),
     ) {
-        *aborted = log
-            .aborted_transactions(from, end)
+        let mut all = remote_aborted;
+        for t in log.aborted_transactions(from, end) {
+            if !all.contains(&t) {
+                all.push(t);
+            }
+        }
+        *aborted = all
             .into_iter()
             .map(|t| {
                 let mut a = AbortedTransaction::default();
@@ -330,6 +347,10 @@ async fn read_all(
             history_bytes: 0,
         };
     }
+    let remote_parts: Vec<(usize, Arc<RemotePartition>)> = remote_pending
+        .iter()
+        .map(|(i, rp)| (*i, rp.clone()))
+        .collect();
     let partitions = remote_pending
         .into_iter()
         .filter_map(|(i, rp)| {
@@ -345,7 +366,8 @@ async fn read_all(
             })
         })
         .collect();
-    let result = RemoteLogReader::new(remote, &b.groups)
+    let reader = RemoteLogReader::new(remote, &b.groups);
+    let result = reader
         .fetch(RemoteFetch {
             client_id: &client.client_id,
             host: &client.host,
@@ -361,7 +383,25 @@ async fn read_all(
         let pd = &mut out[i];
         match outcome {
             RemoteFetchOutcome::Records(records) => {
-                total += fill(pd, remote_result(log, records), log)
+                let rp = remote_parts.iter().find(|(s, _)| *s == i).map(|(_, rp)| rp);
+                let aborted = match (read_committed, rp, offset_range(&records)) {
+                    (true, Some(rp), Some((from, end))) => {
+                        match reader.aborted_transactions(rp, from, end).await {
+                            Ok(found) => found,
+                            Err(e) => {
+                                // Never serve history a read committed
+                                // consumer cannot filter: retriable error.
+                                tracing::warn!(topic = %log.topic(), partition = t.partition,
+                                    error = %e, "reading a remote .txnindex failed");
+                                storage_error(pd, log);
+                                any_error = true;
+                                continue;
+                            }
+                        }
+                    }
+                    _ => Vec::new(),
+                };
+                total += fill_with(pd, remote_result(log, records), log, aborted)
             }
             RemoteFetchOutcome::NotReady => {
                 fill(pd, remote_result(log, Bytes::new()), log);

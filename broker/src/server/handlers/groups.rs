@@ -244,12 +244,18 @@ pub async fn offset_fetch(
             group.group_id = g.group_id.clone();
             for (topic, offsets) in by_topic(b.groups.fetch(&g.group_id, wanted)) {
                 let mut t = OffsetFetchResponseTopics::default();
-                t.name = TopicName(s(topic));
+                t.name = TopicName(s(topic.clone()));
                 t.partitions = offsets
                     .into_iter()
                     .map(|o| {
                         let mut p = OffsetFetchResponsePartitions::default();
                         p.partition_index = o.partition;
+                        if unstable(b, req.require_stable, &g.group_id, &topic, o.partition) {
+                            p.error_code = ResponseError::UnstableOffsetCommit.code();
+                            p.committed_offset = -1;
+                            p.committed_leader_epoch = -1;
+                            return p;
+                        }
                         p.committed_offset = o.offset;
                         p.committed_leader_epoch = o.leader_epoch;
                         p.metadata = Some(s(o.metadata));
@@ -269,12 +275,20 @@ pub async fn offset_fetch(
     });
     for (topic, offsets) in by_topic(b.groups.fetch(&req.group_id, wanted)) {
         let mut t = OffsetFetchResponseTopic::default();
-        t.name = TopicName(s(topic));
+        t.name = TopicName(s(topic.clone()));
         t.partitions = offsets
             .into_iter()
             .map(|o| {
                 let mut p = OffsetFetchResponsePartition::default();
                 p.partition_index = o.partition;
+                // v7+ (KIP-447): a commit a transaction holds is not stable.
+                if version >= 7
+                    && unstable(b, req.require_stable, &req.group_id, &topic, o.partition)
+                {
+                    p.error_code = ResponseError::UnstableOffsetCommit.code();
+                    p.committed_offset = -1;
+                    return p;
+                }
                 p.committed_offset = o.offset;
                 if version >= 5 {
                     p.committed_leader_epoch = o.leader_epoch;
@@ -286,6 +300,12 @@ pub async fn offset_fetch(
         out.topics.push(t);
     }
     out
+}
+
+/// OffsetFetch with `require_stable`: an offset an open transaction has
+/// committed is not answered (UNSTABLE_OFFSET_COMMIT; the client retries).
+fn unstable(b: &Broker, require_stable: bool, group: &str, topic: &str, partition: i32) -> bool {
+    require_stable && b.groups.has_pending_txn_offset(group, topic, partition)
 }
 
 pub async fn offset_delete(

@@ -279,12 +279,8 @@ pub async fn describe_transactions(
     for id in req.transactional_ids {
         let mut d = DescribedState::default();
         match b.txns.describe(&id) {
-            None => {
-                d.error_code = ResponseError::TransactionalIdNotFound.code();
-                d.producer_id = ProducerId(-1);
-                d.producer_epoch = -1;
-                d.transaction_start_time_ms = -1;
-            }
+            // Kafka leaves every other field at its default (0).
+            None => d.error_code = ResponseError::TransactionalIdNotFound.code(),
             Some(m) => {
                 d.transaction_state = s(m.state.name());
                 d.transaction_timeout_ms = m.timeout_ms;
