@@ -23,11 +23,13 @@ use crate::log::cleaner::Cleanability;
 use crate::log::PartitionLog;
 use crate::log_manager::LogManager;
 use crate::remote::TieredStorage;
+use crate::txn::TransactionCoordinator;
 
 #[derive(Debug, Clone)]
 pub struct HttpState {
     pub logs: Arc<LogManager>,
     pub remote: Option<Arc<TieredStorage>>,
+    pub txns: Option<Arc<TransactionCoordinator>>,
 }
 
 /// Serves until `shutdown` flips to true.
@@ -174,6 +176,22 @@ const LOG_FAMILIES: &[LogFamily] = &[
             "Segments on local disk.",
         ),
         |l| l.segment_count() as f64,
+    ),
+    (
+        (
+            "strata_log_last_stable_offset_lag",
+            "gauge",
+            "Records between the last stable offset and the high watermark: what an open transaction holds back from read_committed consumers.",
+        ),
+        |l| (l.high_watermark() - l.last_stable_offset()).max(0) as f64,
+    ),
+    (
+        (
+            "strata_log_ongoing_transactions",
+            "gauge",
+            "Open transactions with records in the partition.",
+        ),
+        |l| l.ongoing_transactions() as f64,
     ),
 ];
 
@@ -505,6 +523,51 @@ const PREFETCH_FAMILIES: &[PrefetchFamily] = &[
     ),
 ];
 
+/// The transaction coordinator's families.
+fn transaction_families(t: &TransactionCoordinator) -> Vec<Family> {
+    let (ongoing, oldest_ms) = t.ongoing_summary(crate::clock::now_ms());
+    let c = &t.counters;
+    let mut aborted = family((
+        "strata_transactions_aborted_total",
+        "counter",
+        "Transactions aborted, by cause: client (abort_transaction), timeout (open past transaction.timeout.ms; the producer is fenced), fencing (a new producer instance initialised the transactional id).",
+    ));
+    for (cause, v) in [
+        ("client", &c.aborts_client),
+        ("timeout", &c.aborts_timeout),
+        ("fencing", &c.aborts_fencing),
+    ] {
+        aborted.samples.push((format!("cause=\"{cause}\""), n(v)));
+    }
+    vec![
+        one(
+            (
+                "strata_transactions_ongoing",
+                "gauge",
+                "Open transactions (state Ongoing) on this coordinator.",
+            ),
+            ongoing as f64,
+        ),
+        one(
+            (
+                "strata_transaction_oldest_age_seconds",
+                "gauge",
+                "Age of the oldest open transaction; 0 when none is open.",
+            ),
+            oldest_ms as f64 / 1e3,
+        ),
+        one(
+            (
+                "strata_transactions_committed_total",
+                "counter",
+                "Transactions committed.",
+            ),
+            n(&c.commits),
+        ),
+        aborted,
+    ]
+}
+
 fn labels(topic: &str, partition: i32) -> String {
     format!("topic=\"{}\",partition=\"{partition}\"", esc(topic))
 }
@@ -528,6 +591,9 @@ pub fn render(s: &HttpState) -> String {
         }
     }
     families.extend(cleaner);
+    if let Some(t) = &s.txns {
+        families.extend(transaction_families(t));
+    }
     families.push(histogram(
         (
             "strata_log_commit_seconds",

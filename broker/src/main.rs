@@ -340,6 +340,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         strata_broker::http::HttpState {
             logs: logs.clone(),
             remote,
+            txns: Some(txns.clone()),
         },
         shutdown_rx,
     ));

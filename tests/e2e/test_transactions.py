@@ -195,10 +195,18 @@ def test_transaction_open_past_its_timeout_is_aborted(broker_factory):
     p.produce(topic, value=b"never-committed", partition=0)
     p.flush(30)
     assert _watermarks(b, topic, 0, "read_committed")[1] == 0, "the open transaction holds the LSO"
+    m = tu.metrics_of(b, topic, 0)
+    assert m["strata_log_last_stable_offset_lag"] == 1 and m["strata_log_ongoing_transactions"] == 1, m
+    assert m["strata_transactions_ongoing"] == 1 and m["strata_transaction_oldest_age_seconds"] >= 0, m
     # The coordinator aborts it (a marker) and the LSO passes it.
     kutil.wait_until(lambda: _watermarks(b, topic, 0, "read_committed")[1] == 2, timeout=30,
                      what="the LSO to pass the timed-out transaction's marker")
     assert _read_all(b, topic, 1, "read_committed") == []
+    timeouts = [v for n, lab, v in tu.scrape(b)
+                if n == "strata_transactions_aborted_total" and lab.get("cause") == "timeout"]
+    assert timeouts == [1], timeouts
+    m = tu.metrics_of(b, topic, 0)
+    assert m["strata_log_last_stable_offset_lag"] == 0 and m["strata_transactions_ongoing"] == 0, m
     with pytest.raises(KafkaException):
         p.commit_transaction(30)
 

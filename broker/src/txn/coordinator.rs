@@ -535,6 +535,14 @@ impl TransactionCoordinator {
         Ok(())
     }
 
+    /// Open transactions, and the age of the oldest in ms (0: none).
+    pub fn ongoing_summary(&self, now: i64) -> (usize, i64) {
+        let txns = self.lock();
+        let open = txns.values().filter(|m| m.state == TxnState::Ongoing);
+        let (count, oldest) = open.fold((0, i64::MAX), |(n, o), m| (n + 1, o.min(m.start_ms)));
+        (count, if count == 0 { 0 } else { (now - oldest).max(0) })
+    }
+
     /// DescribeTransactions' view of one id.
     pub fn describe(&self, id: &str) -> Option<TxnMetadata> {
         self.lock().get(id).cloned()
