@@ -2,7 +2,7 @@
 # Runs one Python benchmark of benches/ (the argument: its file name) after
 # building the release broker and, when missing, the test venv (.venv, with
 # moto and the Kafka clients from tests/requirements.txt). Used by
-# benches/store_faults.sh and benches/compaction.sh.
+# benches/store_faults.sh, benches/compaction.sh and benches/transactions.sh.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
