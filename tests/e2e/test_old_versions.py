@@ -27,8 +27,8 @@ import wire
 UNSUPPORTED_VERSION = 35
 KAFKA_39 = BROKER_API_VERSIONS[(3, 9)]
 # The APIs Strata implements (checked against its ApiVersions below).
-STRATA_APIS = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 22, 24, 25, 26, 28, 32, 33, 37, 42,
-               44, 47, 60, 65, 66}
+STRATA_APIS = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 22, 24, 25, 26, 27, 28, 32, 33, 37,
+               42, 44, 47, 60, 61, 65, 66}
 
 
 def test_api_versions_span_kafka_39s_range(broker):
@@ -396,6 +396,8 @@ def _kio_value(field, ctx: dict, api: int):
             return (ctx["group"],) if "group" in n or "key" in n else ()
         return (0,) if n in ("partitions", "partition_indexes") else ()
     if t == "string":
+        if "transactional_id" in n and field.default is not None:
+            return "kio-never-initialised"  # a transaction API's (not nullable) id
         if "transactional_id" in n or "group_instance_id" in n or n in ("rack_id", "reason", "client_rack"):
             return None if field.default is None or "instance" in n or "transactional" in n else ""
         if "topic" in n or n in ("name", "resource_name"):

@@ -334,9 +334,6 @@ def test_kafka_python_transactions(broker, admin, topic_name):
 def test_describe_and_list_transactions(broker, admin, topic_name):
     """DescribeTransactions v0 and ListTransactions v0/v1 (what
     kafka-transactions.sh describe / list send), decoded with kio."""
-    from kio.index import load_request_schema, load_response_schema
-    from kio.serial import entity_reader, entity_writer
-    from kafka.protocol.types import TaggedFields
     kutil.create_topic(admin, topic_name, 2)
     txn_id = kutil.unique("described")
     p = _txn_producer(broker, txn_id)
@@ -346,15 +343,7 @@ def test_describe_and_list_transactions(broker, admin, topic_name):
     p.flush(30)
 
     def call(api: int, version: int, **fields):
-        req_cls = load_request_schema(api, version)
-        buf = io.BytesIO()
-        entity_writer(req_cls)(buf, req_cls(**fields))
-        with wire.KafkaConn.to(broker.bootstrap) as c:
-            raw = c.request(api, version, buf.getvalue(), flexible=True)
-        b = io.BytesIO(raw)
-        TaggedFields.decode(b)
-        decoded, _ = entity_reader(load_response_schema(api, version))(raw, b.tell())
-        return decoded
+        return _kio_call(broker, api, version, **fields)
 
     d = call(65, 0, transactional_ids=(txn_id, "no-such-id"))
     ours, missing = d.transaction_states
@@ -370,3 +359,51 @@ def test_describe_and_list_transactions(broker, admin, topic_name):
     # EndTxn is answered once PrepareCommit is durable; the markers follow.
     kutil.wait_until(lambda: call(65, 0, transactional_ids=(txn_id,)).transaction_states[0]
                      .transaction_state == "CompleteCommit", what="the transaction to complete")
+
+
+def _kio_call(b, api: int, version: int, **fields):
+    """One request encoded and its response decoded by kio (generated from
+    Kafka's message schemas), on a raw connection."""
+    from kio.index import load_request_schema, load_response_schema
+    from kio.serial import entity_reader, entity_writer
+    from kafka.protocol.types import TaggedFields
+    req_cls = load_request_schema(api, version)
+    buf = io.BytesIO()
+    entity_writer(req_cls)(buf, req_cls(**fields))
+    with wire.KafkaConn.to(b.bootstrap) as c:
+        raw = c.request(api, version, buf.getvalue(), flexible=req_cls.__flexible__)
+    at = 0
+    if load_response_schema(api, version).__flexible__:
+        r = io.BytesIO(raw)
+        TaggedFields.decode(r)
+        at = r.tell()
+    decoded, _ = entity_reader(load_response_schema(api, version))(raw, at)
+    return decoded
+
+
+def test_hanging_transaction_found_and_aborted_as_kafka_transactions_sh_does(broker, admin, topic_name):
+    """`kafka-transactions.sh find-hanging` / `abort`: DescribeProducers shows
+    the open transaction's start offset in the partition; WriteTxnMarkers
+    with that producer's id and epoch aborts it there, and the LSO moves."""
+    from kio.schema.describe_producers.v0.request import TopicRequest
+    from kio.schema.write_txn_markers.v1.request import WritableTxnMarker, WritableTxnMarkerTopic
+    kutil.create_topic(admin, topic_name, 1)
+    p = _txn_producer(broker, kutil.unique("hanging"))
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic_name, value=b"stuck", partition=0)
+    p.flush(30)
+    d = _kio_call(broker, 61, 0, topics=(TopicRequest(name=topic_name, partition_indexes=(0,)),))
+    (part,) = d.topics[0].partitions
+    (prod,) = part.active_producers
+    assert int(part.error_code.value) == 0 and prod.current_txn_start_offset == 0, prod
+    assert _watermarks(broker, topic_name, 0, "read_committed")[1] == 0
+    w = _kio_call(broker, 27, 1, markers=(WritableTxnMarker(
+        producer_id=prod.producer_id, producer_epoch=prod.producer_epoch, transaction_result=False,
+        topics=(WritableTxnMarkerTopic(name=topic_name, partition_indexes=(0,)),),
+        coordinator_epoch=prod.coordinator_epoch),))
+    assert [int(x.error_code.value) for x in w.markers[0].topics[0].partitions] == [0]
+    assert _watermarks(broker, topic_name, 0, "read_committed")[1] == 2, "aborted: the LSO passed it"
+    assert _read_all(broker, topic_name, 1, "read_committed") == []
+    d = _kio_call(broker, 61, 0, topics=(TopicRequest(name=topic_name, partition_indexes=(0,)),))
+    assert d.topics[0].partitions[0].active_producers[0].current_txn_start_offset == -1

@@ -59,6 +59,18 @@ impl ProducerEntry {
     }
 }
 
+/// One producer as DescribeProducers reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActiveProducer {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub last_sequence: i32,
+    pub last_timestamp: i64,
+    pub coordinator_epoch: i32,
+    /// First offset of its open transaction here (-1: none).
+    pub current_txn_start_offset: i64,
+}
+
 /// A transaction that a marker ended in this partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompletedTxn {
@@ -286,6 +298,24 @@ impl ProducerStateManager {
     /// offset cannot pass it.
     pub fn first_unstable_offset(&self) -> Option<i64> {
         self.ongoing.keys().next().copied()
+    }
+
+    /// DescribeProducers' view: every producer with state here.
+    pub fn active_producers(&self) -> Vec<ActiveProducer> {
+        let mut out: Vec<_> = self
+            .producers
+            .iter()
+            .map(|(pid, e)| ActiveProducer {
+                producer_id: *pid,
+                producer_epoch: e.epoch,
+                last_sequence: e.batches.back().map_or(-1, |b| b.last_seq),
+                last_timestamp: e.last_timestamp,
+                coordinator_epoch: e.coordinator_epoch,
+                current_txn_start_offset: e.current_txn_first_offset.unwrap_or(-1),
+            })
+            .collect();
+        out.sort_by_key(|p| p.producer_id);
+        out
     }
 
     /// Open transactions in this partition.

@@ -83,6 +83,11 @@ impl PartitionLog {
         first_unstable.map_or(hw, |f| f.min(hw))
     }
 
+    /// Every producer with state in this partition (DescribeProducers).
+    pub fn active_producers(&self) -> Vec<super::producer_state::ActiveProducer> {
+        self.lock().producers.active_producers()
+    }
+
     /// Open transactions with records in this partition.
     pub fn ongoing_transactions(&self) -> usize {
         self.lock().producers.ongoing_count()

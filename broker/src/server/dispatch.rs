@@ -368,6 +368,18 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
         ApiKey::ListTransactions => {
             route!(ListTransactionsRequest, handlers::txn::list_transactions)
         }
+        ApiKey::DescribeProducers => {
+            route!(
+                DescribeProducersRequest,
+                handlers::txn_admin::describe_producers
+            )
+        }
+        ApiKey::WriteTxnMarkers => {
+            route!(
+                WriteTxnMarkersRequest,
+                handlers::txn_admin::write_txn_markers
+            )
+        }
         other => Err(DispatchError::UnsupportedVersion {
             api: other,
             version,

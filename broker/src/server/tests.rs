@@ -371,4 +371,145 @@ async fn every_response_encodes_at_every_advertised_version() {
         assert_eq!(r.results[1].error_code, 69, "GROUP_ID_NOT_FOUND");
         check(ApiKey::DeleteGroups, v, &r);
     }
+    transaction_responses_encode(&b).await;
+}
+
+/// The transaction APIs, for a transactional id with an open transaction.
+async fn transaction_responses_encode(b: &Broker) {
+    use crate::server::handlers::{producer, txn, txn_admin};
+    let mut init = InitProducerIdRequest::default();
+    init.transactional_id = Some(TransactionalId(s("tx")));
+    init.transaction_timeout_ms = 60_000;
+    init.producer_id = ProducerId(-1);
+    init.producer_epoch = -1;
+    let r = producer::init_producer_id(init, 4, b).await;
+    assert_eq!(r.error_code, 0);
+    let (pid, epoch) = (r.producer_id, r.producer_epoch);
+    let topic = || {
+        let mut t = add_partitions_to_txn_request::AddPartitionsToTxnTopic::default();
+        t.name = TopicName(s("t"));
+        t.partitions = vec![0];
+        t
+    };
+    for v in versions(ApiKey::AddPartitionsToTxn) {
+        let mut req = AddPartitionsToTxnRequest::default();
+        if v <= 3 {
+            req.v3_and_below_transactional_id = TransactionalId(s("tx"));
+            req.v3_and_below_producer_id = pid;
+            req.v3_and_below_producer_epoch = epoch;
+            req.v3_and_below_topics = vec![topic()];
+        } else {
+            let mut one = add_partitions_to_txn_request::AddPartitionsToTxnTransaction::default();
+            one.transactional_id = TransactionalId(s("tx"));
+            one.producer_id = pid;
+            one.producer_epoch = epoch;
+            one.verify_only = true;
+            one.topics = vec![topic()];
+            req.transactions = vec![one];
+        }
+        let r = txn::add_partitions_to_txn(req, v, b).await;
+        let codes: Vec<i16> = r
+            .results_by_topic_v3_and_below
+            .iter()
+            .chain(
+                r.results_by_transaction
+                    .iter()
+                    .flat_map(|t| t.topic_results.iter()),
+            )
+            .flat_map(|t| {
+                t.results_by_partition
+                    .iter()
+                    .map(|p| p.partition_error_code)
+            })
+            .collect();
+        assert_eq!(codes, vec![0], "v{v}");
+        check(ApiKey::AddPartitionsToTxn, v, &r);
+    }
+    for v in versions(ApiKey::AddOffsetsToTxn) {
+        let mut req = AddOffsetsToTxnRequest::default();
+        req.transactional_id = TransactionalId(s("tx"));
+        req.producer_id = pid;
+        req.producer_epoch = epoch;
+        req.group_id = GroupId(s("txg"));
+        let r = txn::add_offsets_to_txn(req, v, b).await;
+        assert_eq!(r.error_code, 0, "v{v}");
+        check(ApiKey::AddOffsetsToTxn, v, &r);
+    }
+    for v in versions(ApiKey::TxnOffsetCommit) {
+        let mut req = TxnOffsetCommitRequest::default();
+        req.transactional_id = TransactionalId(s("tx"));
+        req.group_id = GroupId(s("txg"));
+        req.producer_id = pid;
+        req.producer_epoch = epoch;
+        req.generation_id = -1;
+        let mut t = txn_offset_commit_request::TxnOffsetCommitRequestTopic::default();
+        t.name = TopicName(s("t"));
+        let mut p = txn_offset_commit_request::TxnOffsetCommitRequestPartition::default();
+        p.committed_offset = 1;
+        t.partitions = vec![p];
+        req.topics = vec![t];
+        let r = txn::txn_offset_commit(req, v, b).await;
+        assert_eq!(r.topics[0].partitions[0].error_code, 0, "v{v}");
+        check(ApiKey::TxnOffsetCommit, v, &r);
+    }
+    for v in versions(ApiKey::DescribeTransactions) {
+        let mut req = DescribeTransactionsRequest::default();
+        req.transactional_ids = vec![TransactionalId(s("tx")), TransactionalId(s("none"))];
+        let r = txn::describe_transactions(req, v, b).await;
+        assert_eq!(
+            r.transaction_states[0].transaction_state.as_str(),
+            "Ongoing"
+        );
+        assert_eq!(r.transaction_states[1].error_code, 105);
+        check(ApiKey::DescribeTransactions, v, &r);
+    }
+    for v in versions(ApiKey::ListTransactions) {
+        let r = txn::list_transactions(ListTransactionsRequest::default(), v, b).await;
+        assert_eq!(r.transaction_states.len(), 1);
+        check(ApiKey::ListTransactions, v, &r);
+    }
+    for v in versions(ApiKey::DescribeProducers) {
+        let mut req = DescribeProducersRequest::default();
+        let mut t = describe_producers_request::TopicRequest::default();
+        t.name = TopicName(s("t"));
+        t.partition_indexes = vec![0, 9];
+        req.topics = vec![t];
+        let r = txn_admin::describe_producers(req, v, b).await;
+        assert_eq!(r.topics[0].partitions[1].error_code, 3);
+        check(ApiKey::DescribeProducers, v, &r);
+    }
+    for v in versions(ApiKey::EndTxn) {
+        let mut req = EndTxnRequest::default();
+        req.transactional_id = TransactionalId(s("tx"));
+        req.producer_id = pid;
+        req.producer_epoch = epoch;
+        req.committed = true;
+        let r = txn::end_txn(req, v, b).await;
+        // The first commits; the rest are retries of it.
+        assert!(
+            r.error_code == 0 || r.error_code == 51,
+            "v{v}: {}",
+            r.error_code
+        );
+        check(ApiKey::EndTxn, v, &r);
+    }
+    for v in versions(ApiKey::WriteTxnMarkers) {
+        let mut req = WriteTxnMarkersRequest::default();
+        let mut m = write_txn_markers_request::WritableTxnMarker::default();
+        m.producer_id = ProducerId(12345);
+        m.producer_epoch = 0;
+        let mut t = write_txn_markers_request::WritableTxnMarkerTopic::default();
+        t.name = TopicName(s("t"));
+        t.partition_indexes = vec![1, 7];
+        m.topics = vec![t];
+        req.markers = vec![m];
+        let r = txn_admin::write_txn_markers(req, v, b).await;
+        let codes: Vec<i16> = r.markers[0].topics[0]
+            .partitions
+            .iter()
+            .map(|p| p.error_code)
+            .collect();
+        assert_eq!(codes, vec![0, 3], "v{v}");
+        check(ApiKey::WriteTxnMarkers, v, &r);
+    }
 }

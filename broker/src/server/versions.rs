@@ -37,6 +37,8 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::TxnOffsetCommit, 0, 4),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
+    (ApiKey::DescribeProducers, 0, 0),
+    (ApiKey::WriteTxnMarkers, 0, 1),
 ];
 
 pub fn range(api: ApiKey) -> Option<(i16, i16)> {

@@ -18,7 +18,7 @@ use crate::clock::now_ms;
 use crate::group::OFFSETS_TOPIC;
 use crate::log::control::{Marker, MarkerType};
 use crate::log::partition_log::LEADER_EPOCH;
-use crate::log::LogError;
+use crate::log::{LogError, PartitionLog};
 
 const RETRY_BACKOFF: Duration = Duration::from_millis(200);
 
@@ -112,29 +112,16 @@ impl TransactionCoordinator {
         };
         let mut waits = Vec::with_capacity(partitions.len());
         for (topic, partition) in partitions {
-            let Some(log) = self.logs.partition(topic, *partition) else {
+            match self.write_marker(topic, *partition, producer_id, epoch, marker) {
+                Ok(Some(wait)) => waits.push(wait),
                 // Deleted since: nothing left to mark.
-                tracing::info!(
-                    topic,
-                    partition,
-                    producer_id,
-                    "skipping the marker of a deleted partition"
-                );
-                continue;
-            };
-            match log.append_marker(producer_id, epoch, marker) {
-                Ok(info) => waits.push((log, info.last_offset + 1)),
+                Ok(None) | Err(LogError::Closed) => {}
                 Err(LogError::Marker(e)) => {
                     // The partition saw a newer epoch of this producer: a
                     // later coordinator decision already ended it here.
                     tracing::warn!(topic, partition, producer_id, epoch, error = ?e, "marker refused as stale");
-                    continue;
                 }
-                Err(LogError::Closed) => continue,
                 Err(e) => return Err(format!("{topic}-{partition}: {e}")),
-            }
-            if topic == OFFSETS_TOPIC {
-                self.groups.complete_txn(producer_id, *partition, commit);
             }
         }
         for (log, end) in waits {
@@ -148,6 +135,29 @@ impl TransactionCoordinator {
             }
         }
         Ok(())
+    }
+
+    /// Appends one marker to `topic`-`partition` (for the group's offsets
+    /// partition, the producer's pending offsets are committed or dropped
+    /// with it). Returns the log and the offset to wait for, or None if
+    /// the partition does not exist. Also serves WriteTxnMarkers.
+    pub fn write_marker(
+        &self,
+        topic: &str,
+        partition: i32,
+        producer_id: i64,
+        epoch: i16,
+        marker: Marker,
+    ) -> Result<Option<(Arc<PartitionLog>, i64)>, LogError> {
+        let Some(log) = self.logs.partition(topic, partition) else {
+            return Ok(None);
+        };
+        let info = log.append_marker(producer_id, epoch, marker)?;
+        if topic == OFFSETS_TOPIC {
+            self.groups
+                .complete_txn(producer_id, partition, marker.kind == MarkerType::Commit);
+        }
+        Ok(Some((log, info.last_offset + 1)))
     }
 
     /// Starts the timers, and completes the transactions found prepared

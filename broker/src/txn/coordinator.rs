@@ -572,3 +572,7 @@ impl TransactionCoordinator {
         out
     }
 }
+
+#[cfg(test)]
+#[path = "coordinator_tests.rs"]
+mod tests;

@@ -12,6 +12,7 @@ pub mod produce;
 pub mod producer;
 pub mod topics;
 pub mod txn;
+pub mod txn_admin;
 
 use kafka_protocol::protocol::StrBytes;
 
