@@ -65,6 +65,18 @@ impl CompactionLease {
 
     /// Reads a remote segment's `.log` object whole into `dest` (one GET),
     /// checking its size and CRC32C against the catalog.
+    /// The bytes of `seg`'s `.txnindex` object (empty when it has none):
+    /// which of its transactions were aborted.
+    pub async fn txn_index(&self, seg: &RemoteSegment) -> Result<bytes::Bytes, TieringError> {
+        match &seg.txn_index_key {
+            None => Ok(bytes::Bytes::new()),
+            Some(key) => {
+                let key = object_store::path::Path::from(key.as_str());
+                Ok(self.store.get(&key).await?.bytes().await?)
+            }
+        }
+    }
+
     pub async fn download(&self, seg: &RemoteSegment, dest: &Path) -> Result<(), TieringError> {
         let local_err = |source| TieringError::Local {
             path: dest.display().to_string(),

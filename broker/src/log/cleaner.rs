@@ -237,11 +237,18 @@ impl PartitionLog {
             max_batch_bytes: cfg.max_message_bytes.max(1 << 20) * 2,
         };
 
+        // Aborted transactions of the whole log: the local segments' and
+        // the bucket's (records of either never count as a key's value).
+        let remote_aborted = match pass.as_ref() {
+            Some(pass) => pass.aborted_transactions(&remote)?,
+            None => Vec::new(),
+        };
         let aborted = AbortedRanges::new(
             self.lock()
                 .segments
                 .values()
-                .flat_map(|s| s.txn_index().entries().iter()),
+                .flat_map(|s| s.txn_index().entries().iter())
+                .chain(remote_aborted.iter()),
         );
         // 1. The map: latest offset of each key in the dirty section.
         map.clear();

@@ -117,6 +117,24 @@ impl RemotePass {
         ))
     }
 
+    /// The aborted transactions recorded in the remote segments'
+    /// `.txnindex` objects (one GET for each segment that has one).
+    pub(super) fn aborted_transactions(
+        &self,
+        segments: &[RemoteSegment],
+    ) -> Result<Vec<super::txn_index::AbortedTxn>, LogError> {
+        let mut out = Vec::new();
+        for seg in segments.iter().filter(|s| s.txn_index_key.is_some()) {
+            let bytes = self
+                .part
+                .runtime
+                .block_on(self.lease.txn_index(seg))
+                .map_err(remote_error)?;
+            out.extend(super::txn_index::decode_entries(&bytes));
+        }
+        Ok(out)
+    }
+
     /// The bytes of `seg`: its local copy if there is one, else the object.
     pub(super) fn open(
         &self,
