@@ -1,5 +1,6 @@
-"""Exactly-once consume-transform-produce with confluent-kafka under kill -9
-(issue 17's proof): an app reads 12 input partitions in a consumer group
+"""Exactly-once consume-transform-produce under kill -9 (issue 17's proof),
+with confluent-kafka (librdkafka's transactions) and with kafka-python (its
+own implementation): an app reads 12 input partitions in a consumer group
 (read_committed), writes one result per input record to 12 output
 partitions and sends its offsets to the same transaction. The app is
 killed with SIGKILL several times, and so is the broker; after the run a
@@ -53,6 +54,37 @@ while True:
 '''
 
 
+# The same app on kafka-python's own transaction implementation (no static
+# membership: a restarted instance joins as a new member).
+APP_KAFKA_PYTHON = r'''
+import sys, time
+from kafka import KafkaConsumer, KafkaProducer
+from kafka.structs import OffsetAndMetadata
+bootstrap, in_topic, out_topic, group, txn_id = sys.argv[1:6]
+c = KafkaConsumer(in_topic, bootstrap_servers=bootstrap, group_id=group, isolation_level="read_committed",
+                  enable_auto_commit=False, auto_offset_reset="earliest", session_timeout_ms=6000,
+                  heartbeat_interval_ms=1000, max_poll_records=50)
+p = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=txn_id, enable_idempotence=True,
+                  transaction_timeout_ms=10000)
+p.init_transactions()
+while True:
+    batch = c.poll(timeout_ms=1000)
+    if not batch:
+        continue
+    p.begin_transaction()
+    offsets = {}
+    for tp, msgs in batch.items():
+        for m in msgs:
+            p.send(out_topic, key=m.value, value=b"result-of-" + m.value, partition=m.partition)
+        offsets[tp] = OffsetAndMetadata(msgs[-1].offset + 1, "", -1)
+    time.sleep(0.1)
+    p.send_offsets_to_transaction(offsets, group)
+    p.commit_transaction()
+    print("committed", sum(len(v) for v in batch.values()), flush=True)
+'''
+APPS = {"confluent-kafka": APP, "kafka-python": APP_KAFKA_PYTHON}
+
+
 def _count_output(b, topic: str, isolation: str) -> list[bytes]:
     c = kutil.consumer(b.bootstrap, **{"isolation.level": isolation, "enable.partition.eof": True})
     try:
@@ -75,7 +107,8 @@ def _count_output(b, topic: str, isolation: str) -> list[bytes]:
 
 
 @pytest.mark.timeout(900)
-def test_consume_transform_produce_exactly_once_under_kill_9(broker_factory, tmp_path):
+@pytest.mark.parametrize("client", list(APPS))
+def test_consume_transform_produce_exactly_once_under_kill_9(broker_factory, tmp_path, client):
     b = broker_factory(settings={"group.initial.rebalance.delay.ms": 0,
                                  "transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000})
     adm = kutil.admin(b.bootstrap)
@@ -88,7 +121,8 @@ def test_consume_transform_produce_exactly_once_under_kill_9(broker_factory, tmp
     app = None
 
     def start_app():
-        return subprocess.Popen([sys.executable, "-c", APP, b.bootstrap, in_topic, out_topic, group, txn_id],
+        return subprocess.Popen([sys.executable, "-c", APPS[client], b.bootstrap, in_topic, out_topic, group,
+                                 txn_id],
                                 stdout=app_log, stderr=subprocess.STDOUT)
 
     def committed_total() -> int:
@@ -153,6 +187,6 @@ def test_consume_transform_produce_exactly_once_under_kill_9(broker_factory, tmp
     assert set(counts) == want
     everything = _count_output(b, out_topic, "read_uncommitted")
     assert len(everything) >= len(committed)
-    print(f"{RECORDS} records, {kills} kills: {len(committed)} results read committed, "
+    print(f"{client}: {RECORDS} records, {kills} kills: {len(committed)} results read committed, "
           f"{len(everything) - len(committed)} more in aborted attempts (read uncommitted)")
     assert kills >= 2, "the run must have killed the app and the broker"
