@@ -381,7 +381,25 @@ def _kio_call(b, api: int, version: int, **fields):
     return decoded
 
 
-def test_hanging_transaction_found_and_aborted_as_kafka_transactions_sh_does(broker, admin, topic_name):
+def _write_txn_markers_v0(b, pid: int, epoch: int, topic: str, partition: int, coordinator_epoch: int) -> int:
+    """WriteTxnMarkers v0 (non-flexible), encoded by hand: the error code."""
+    import struct
+    name = topic.encode()
+    body = (struct.pack(">i", 1) + struct.pack(">qhb", pid, epoch, 0) + struct.pack(">i", 1)
+            + struct.pack(">h", len(name)) + name + struct.pack(">ii", 1, partition)
+            + struct.pack(">i", coordinator_epoch))
+    with wire.KafkaConn.to(b.bootstrap) as c:
+        raw = c.request(27, 0, body)
+    r = wire.Reader(raw)
+    markers = r.array(lambda r: (r.i64(), r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i16()))))))
+    assert r.done()
+    ((got_pid, ((got_topic, ((got_partition, code),)),)),) = markers
+    assert (got_pid, got_topic, got_partition) == (pid, topic, partition)
+    return code
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_hanging_transaction_found_and_aborted_as_kafka_transactions_sh_does(broker, admin, topic_name, version):
     """`kafka-transactions.sh find-hanging` / `abort`: DescribeProducers shows
     the open transaction's start offset in the partition; WriteTxnMarkers
     with that producer's id and epoch aborts it there, and the LSO moves."""
@@ -398,11 +416,15 @@ def test_hanging_transaction_found_and_aborted_as_kafka_transactions_sh_does(bro
     (prod,) = part.active_producers
     assert int(part.error_code.value) == 0 and prod.current_txn_start_offset == 0, prod
     assert _watermarks(broker, topic_name, 0, "read_committed")[1] == 0
-    w = _kio_call(broker, 27, 1, markers=(WritableTxnMarker(
-        producer_id=prod.producer_id, producer_epoch=prod.producer_epoch, transaction_result=False,
-        topics=(WritableTxnMarkerTopic(name=topic_name, partition_indexes=(0,)),),
-        coordinator_epoch=prod.coordinator_epoch),))
-    assert [int(x.error_code.value) for x in w.markers[0].topics[0].partitions] == [0]
+    if version == 1:
+        w = _kio_call(broker, 27, 1, markers=(WritableTxnMarker(
+            producer_id=prod.producer_id, producer_epoch=prod.producer_epoch, transaction_result=False,
+            topics=(WritableTxnMarkerTopic(name=topic_name, partition_indexes=(0,)),),
+            coordinator_epoch=prod.coordinator_epoch),))
+        assert [int(x.error_code.value) for x in w.markers[0].topics[0].partitions] == [0]
+    else:
+        assert _write_txn_markers_v0(broker, prod.producer_id, prod.producer_epoch, topic_name, 0,
+                                     prod.coordinator_epoch) == 0
     assert _watermarks(broker, topic_name, 0, "read_committed")[1] == 2, "aborted: the LSO passed it"
     assert _read_all(broker, topic_name, 1, "read_committed") == []
     d = _kio_call(broker, 61, 0, topics=(TopicRequest(name=topic_name, partition_indexes=(0,)),))

@@ -34,7 +34,51 @@ pub struct OffsetCommit {
     pub metadata: String,
 }
 
+/// Offset records of a commit, and which entries of it they are (with the
+/// value written).
+pub(super) type OffsetRecords = (Vec<(RecordKey, Option<Bytes>)>, Vec<(usize, OffsetValue)>);
+
 impl GroupCoordinator {
+    /// The records committing `offsets` for `group_id`; an entry for an
+    /// unknown partition or with oversized metadata gets its error in
+    /// `result` instead.
+    pub(super) fn offset_records(
+        &self,
+        group_id: &str,
+        offsets: &[OffsetCommit],
+        result: &mut [i16],
+    ) -> OffsetRecords {
+        let now = now_ms();
+        let mut records = Vec::new();
+        let mut written = Vec::new();
+        for (i, o) in offsets.iter().enumerate() {
+            if self.logs.partition(&o.topic, o.partition).is_none() {
+                result[i] = code(ResponseError::UnknownTopicOrPartition);
+                continue;
+            }
+            if o.metadata.len() > self.cfg.offset_metadata_max_bytes {
+                result[i] = code(ResponseError::OffsetMetadataTooLarge);
+                continue;
+            }
+            let value = OffsetValue {
+                offset: o.offset,
+                leader_epoch: o.leader_epoch,
+                metadata: o.metadata.clone(),
+                commit_timestamp: now,
+            };
+            records.push((
+                RecordKey::Offset {
+                    group: group_id.to_string(),
+                    topic: o.topic.clone(),
+                    partition: o.partition,
+                },
+                Some(value.encode()),
+            ));
+            written.push((i, value));
+        }
+        (records, written)
+    }
+
     /// Commits offsets; returns one error code per entry of `offsets`, or a
     /// group-level error applied to all.
     pub async fn commit(
@@ -77,54 +121,20 @@ impl GroupCoordinator {
                     m.last_heartbeat = Instant::now();
                 }
             }
-            let now = now_ms();
-            let mut records = Vec::new();
-            let mut written = Vec::new();
-            for (i, o) in offsets.iter().enumerate() {
-                if self.logs.partition(&o.topic, o.partition).is_none() {
-                    result[i] = code(ResponseError::UnknownTopicOrPartition);
-                    continue;
-                }
-                if o.metadata.len() > self.cfg.offset_metadata_max_bytes {
-                    result[i] = code(ResponseError::OffsetMetadataTooLarge);
-                    continue;
-                }
-                let value = OffsetValue {
-                    offset: o.offset,
-                    leader_epoch: o.leader_epoch,
-                    metadata: o.metadata.clone(),
-                    commit_timestamp: now,
-                };
-                records.push((
-                    RecordKey::Offset {
-                        group: group_id.to_string(),
-                        topic: o.topic.clone(),
-                        partition: o.partition,
-                    },
-                    Some(value.encode()),
-                ));
-                written.push(i);
-            }
+            let (records, values) = self.offset_records(group_id, &offsets, &mut result);
             if records.is_empty() {
                 return result;
             }
+            let written: Vec<usize> = values.iter().map(|(i, _)| *i).collect();
             match self.store.append(group_id, &records) {
                 Ok(w) => {
                     if !exists {
                         groups.insert(group_id.to_string(), Group::new(group_id));
                     }
                     if let Some(group) = groups.get_mut(group_id) {
-                        for &i in &written {
+                        for (i, v) in values {
                             let o = &offsets[i];
-                            group.offsets.insert(
-                                (o.topic.clone(), o.partition),
-                                OffsetValue {
-                                    offset: o.offset,
-                                    leader_epoch: o.leader_epoch,
-                                    metadata: o.metadata.clone(),
-                                    commit_timestamp: now,
-                                },
-                            );
+                            group.offsets.insert((o.topic.clone(), o.partition), v);
                         }
                     }
                     pending = Some((w, written));

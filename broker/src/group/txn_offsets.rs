@@ -16,7 +16,6 @@ use super::coordinator::{check_member, code, GroupCoordinator};
 use super::group::Group;
 use super::offsets::OffsetCommit;
 use super::records::{OffsetValue, RecordKey};
-use crate::clock::now_ms;
 
 /// One pending offset: (group, topic, partition, value).
 pub type PendingOffset = (String, String, i32, OffsetValue);
@@ -109,34 +108,7 @@ impl GroupCoordinator {
                     _ => return all(ResponseError::IllegalGeneration),
                 }
             }
-            let now = now_ms();
-            let mut records = Vec::new();
-            let mut written = Vec::new();
-            for (i, o) in req.offsets.iter().enumerate() {
-                if self.logs.partition(&o.topic, o.partition).is_none() {
-                    result[i] = code(ResponseError::UnknownTopicOrPartition);
-                    continue;
-                }
-                if o.metadata.len() > self.cfg.offset_metadata_max_bytes {
-                    result[i] = code(ResponseError::OffsetMetadataTooLarge);
-                    continue;
-                }
-                let value = OffsetValue {
-                    offset: o.offset,
-                    leader_epoch: o.leader_epoch,
-                    metadata: o.metadata.clone(),
-                    commit_timestamp: now,
-                };
-                records.push((
-                    RecordKey::Offset {
-                        group: req.group_id.clone(),
-                        topic: o.topic.clone(),
-                        partition: o.partition,
-                    },
-                    Some(value.encode()),
-                ));
-                written.push((i, value));
-            }
+            let (records, written) = self.offset_records(&req.group_id, &req.offsets, &mut result);
             if records.is_empty() {
                 return result;
             }

@@ -86,12 +86,18 @@ impl Request {
                 version,
             });
         }
-        let header =
-            decode_request_header_from_buffer(&mut frame).map_err(|e| DispatchError::Decode {
-                api: api_key,
-                version,
-                message: format!("request header: {e}"),
-            })?;
+        // A legacy version is older than every flexible one: its header is
+        // v1 (the crate would infer v2 for an API it knows only flexible).
+        let header = if legacy::is_legacy(api_key, version) {
+            RequestHeader::decode(&mut frame, 1)
+        } else {
+            decode_request_header_from_buffer(&mut frame)
+        }
+        .map_err(|e| DispatchError::Decode {
+            api: api_key,
+            version,
+            message: format!("request header: {e}"),
+        })?;
         Ok(Request {
             peer: String::new(),
             api_key,

@@ -16,6 +16,7 @@ pub mod list_offsets_v0;
 pub mod offset_commit_v0_1;
 pub mod offset_fetch_v0;
 pub mod produce_v0_2;
+pub mod write_txn_markers_v0;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::*;
@@ -36,6 +37,7 @@ pub const VERSIONS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreateTopics, 0, 1),
     (ApiKey::DeleteTopics, 0, 0),
     (ApiKey::DescribeConfigs, 0, 0),
+    (ApiKey::WriteTxnMarkers, 0, 0),
 ];
 
 pub fn is_legacy(api: ApiKey, version: i16) -> bool {
@@ -120,6 +122,7 @@ pub async fn handle(
             let resp = handlers::configs::describe_configs(r, 1, b).await;
             admin_v0::describe_configs_response(&resp)
         }
+        ApiKey::WriteTxnMarkers => write_txn_markers_v0::handle(body, b).await?,
         _ => return Err(LegacyError::NotLegacy),
     };
     Ok(Some(frame(correlation_id, w)))
