@@ -125,13 +125,11 @@ impl GroupCoordinator {
                     }
                     OffsetsRecord::Record(key, value, None) => (key, value),
                     OffsetsRecord::Marker {
-                        partition,
                         producer_id,
                         commit,
+                        ..
                     } => {
-                        for (group, topic, part, v) in
-                            pending_txn.take(producer_id, Some(partition))
-                        {
+                        for (group, topic, part, v) in pending_txn.take(producer_id) {
                             if commit {
                                 groups
                                     .entry(group.clone())

@@ -47,11 +47,9 @@ impl PendingTxnOffsets {
     }
 
     /// Removes and returns the producer's pending offsets, in commit order.
-    pub fn take(
-        &mut self,
-        producer_id: i64,
-        _offsets_partition: Option<i32>,
-    ) -> Vec<PendingOffset> {
+    /// One marker ends them all: a transaction commits or aborts as a whole
+    /// in every offsets partition it wrote to.
+    pub fn take(&mut self, producer_id: i64) -> Vec<PendingOffset> {
         self.by_producer.remove(&producer_id).unwrap_or_default()
     }
 
@@ -158,13 +156,13 @@ impl GroupCoordinator {
 
     /// The transaction coordinator wrote `producer_id`'s marker to the
     /// offsets partition: its pending offsets are committed or dropped.
-    pub fn complete_txn(&self, producer_id: i64, offsets_partition: i32, commit: bool) {
+    pub fn complete_txn(&self, producer_id: i64, commit: bool) {
         let mut groups = self.lock();
         let taken = self
             .pending_txn
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .take(producer_id, Some(offsets_partition));
+            .take(producer_id);
         if !commit {
             return;
         }

@@ -155,7 +155,7 @@ impl TransactionCoordinator {
         let info = log.append_marker(producer_id, epoch, marker)?;
         if topic == OFFSETS_TOPIC {
             self.groups
-                .complete_txn(producer_id, partition, marker.kind == MarkerType::Commit);
+                .complete_txn(producer_id, marker.kind == MarkerType::Commit);
         }
         Ok(Some((log, info.last_offset + 1)))
     }

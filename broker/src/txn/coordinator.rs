@@ -294,24 +294,26 @@ impl TransactionCoordinator {
                     return Err(ResponseError::ConcurrentTransactions)
                 }
                 Some(m) => {
-                    if let Some(e) = expected {
-                        let current = (m.producer_id, m.producer_epoch);
-                        let last = (m.last_producer_id, m.last_producer_epoch);
-                        if (e.producer_id, e.producer_epoch) == last && m.state == TxnState::Empty {
-                            // A retry of the bump that answered it.
-                            InitStep::Retried(ProducerIdAndEpoch {
-                                producer_id: m.producer_id,
-                                producer_epoch: m.producer_epoch,
-                            })
-                        } else if (e.producer_id, e.producer_epoch) != current {
-                            return Err(ResponseError::ProducerFenced);
-                        } else {
-                            Self::bump(m, timeout_ms, now, || self.new_producer_id())?
-                        }
+                    // KIP-360: a client that already holds an id and epoch
+                    // must hold the current one, or the one before the last
+                    // bump (a retry, or a producer whose transaction the
+                    // coordinator aborted with a bump).
+                    let last = (m.last_producer_id, m.last_producer_epoch);
+                    let got = expected.map(|e| (e.producer_id, e.producer_epoch));
+                    if got.is_some_and(|g| g == last) && m.state == TxnState::Empty {
+                        // A retry of the bump that answered it.
+                        InitStep::Retried(ProducerIdAndEpoch {
+                            producer_id: m.producer_id,
+                            producer_epoch: m.producer_epoch,
+                        })
+                    } else if got
+                        .is_some_and(|g| g != (m.producer_id, m.producer_epoch) && g != last)
+                    {
+                        return Err(ResponseError::ProducerFenced);
                     } else if m.state == TxnState::Ongoing {
                         InitStep::AbortOpen
                     } else {
-                        Self::bump(m, timeout_ms, now, || self.new_producer_id())?
+                        Self::bump(m, got, timeout_ms, now, || self.new_producer_id())?
                     }
                 }
             }
@@ -343,8 +345,11 @@ impl TransactionCoordinator {
 
     /// The next epoch of an id with no open transaction (a new producer id
     /// once the epoch is exhausted); marks the id pending.
+    /// `held`: the id and epoch the client sent (KIP-360); a retry of this
+    /// request is recognised by them.
     fn bump(
         m: &mut TxnMetadata,
+        held: Option<(i64, i16)>,
         timeout_ms: i32,
         now: i64,
         new_producer_id: impl FnOnce() -> Result<i64, TxnError>,
@@ -354,8 +359,8 @@ impl TransactionCoordinator {
         } else {
             (m.producer_id, m.producer_epoch + 1)
         };
-        m.last_producer_id = m.producer_id;
-        m.last_producer_epoch = m.producer_epoch;
+        (m.last_producer_id, m.last_producer_epoch) =
+            held.unwrap_or((m.producer_id, m.producer_epoch));
         m.pending = true;
         let v = TxnValue {
             producer_id,
@@ -516,6 +521,10 @@ impl TransactionCoordinator {
             v.state = state;
             v.last_update_ms = now_ms();
             if abort.is_some_and(|(_, bump)| bump) && v.producer_epoch < i16::MAX {
+                // The fenced producer may come back with the epoch it had
+                // (KIP-360): it is recognised by it.
+                m.last_producer_id = m.producer_id;
+                m.last_producer_epoch = m.producer_epoch;
                 v.producer_epoch += 1;
             }
             m.pending = true;

@@ -279,3 +279,34 @@ async fn offsets_of_a_transaction_commit_with_it_and_survive_a_restart() {
     );
     assert!(!t.groups.has_pending_txn_offset("g", "t", 0));
 }
+
+#[tokio::test]
+async fn a_kip_360_client_bumps_its_epoch_past_an_aborted_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let (logs, t) = setup(dir.path());
+    let p = t.init_producer_id("k", 60_000, None).await.unwrap();
+    t.add_partitions("k", p.producer_id, 0, vec![("t".into(), 0)])
+        .await
+        .unwrap();
+    produce_txn(&logs.partition("t", 0).unwrap(), p.producer_id, 0, 0).await;
+    // librdkafka after an abortable error: InitProducerId with its id and
+    // epoch while the transaction is open. It is aborted (epoch 1) first.
+    let held = Some(p);
+    assert_eq!(
+        t.init_producer_id("k", 60_000, held).await,
+        Err(ResponseError::ConcurrentTransactions)
+    );
+    wait_state(&t, "k", TxnState::CompleteAbort).await;
+    let next = t.init_producer_id("k", 60_000, held).await.unwrap();
+    assert_eq!((next.producer_id, next.producer_epoch), (p.producer_id, 2));
+    // A retry of that request gets the same answer; an older epoch is fenced.
+    assert_eq!(t.init_producer_id("k", 60_000, held).await, Ok(next));
+    let stale = ProducerIdAndEpoch {
+        producer_id: p.producer_id,
+        producer_epoch: 7,
+    };
+    assert_eq!(
+        t.init_producer_id("k", 60_000, Some(stale)).await,
+        Err(ResponseError::ProducerFenced)
+    );
+}
