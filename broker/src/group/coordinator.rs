@@ -82,7 +82,7 @@ pub struct GroupDescription {
 pub struct GroupCoordinator {
     pub(super) groups: Mutex<HashMap<String, Group>>,
     /// Offsets committed in transactions not yet ended (lock after `groups`).
-    pub(super) pending_txn: Mutex<super::txn_offsets::PendingTxnOffsets>,
+    pub(super) pending_txn: Mutex<super::pending_txn::PendingTxnOffsets>,
     pub(super) store: OffsetsLog,
     pub(super) logs: Arc<LogManager>,
     pub(super) cfg: CoordinatorConfig,
@@ -115,7 +115,7 @@ impl GroupCoordinator {
         let mut groups: HashMap<String, Group> = HashMap::new();
         let now = Instant::now();
         let started = Instant::now();
-        let mut pending_txn = super::txn_offsets::PendingTxnOffsets::default();
+        let mut pending_txn = super::pending_txn::PendingTxnOffsets::default();
         let records = store
             .replay(|r| {
                 let (key, value) = match r {

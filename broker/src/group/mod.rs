@@ -5,6 +5,7 @@ pub mod coordinator;
 pub mod group;
 pub mod join;
 pub mod offsets;
+pub mod pending_txn;
 pub mod records;
 pub mod store;
 pub mod subscription;

@@ -6,60 +6,13 @@
 //! requires stable offsets is answered UNSTABLE_OFFSET_COMMIT.
 //! Replay rebuilds the same state from the log's records and markers.
 
-use std::collections::HashMap;
 use std::time::Instant;
 
-use bytes::Bytes;
 use kafka_protocol::ResponseError;
 
 use super::coordinator::{check_member, code, GroupCoordinator};
 use super::group::Group;
 use super::offsets::OffsetCommit;
-use super::records::{OffsetValue, RecordKey};
-
-/// One pending offset: (group, topic, partition, value).
-pub type PendingOffset = (String, String, i32, OffsetValue);
-
-#[derive(Debug, Default)]
-pub struct PendingTxnOffsets {
-    by_producer: HashMap<i64, Vec<PendingOffset>>,
-}
-
-impl PendingTxnOffsets {
-    /// A transactional record found by replay.
-    pub fn add_replayed(&mut self, producer_id: i64, key: RecordKey, value: Option<Bytes>) {
-        if let (
-            RecordKey::Offset {
-                group,
-                topic,
-                partition,
-            },
-            Some(v),
-        ) = (key, value)
-        {
-            if let Ok(v) = OffsetValue::decode(v) {
-                self.by_producer
-                    .entry(producer_id)
-                    .or_default()
-                    .push((group, topic, partition, v));
-            }
-        }
-    }
-
-    /// Removes and returns the producer's pending offsets, in commit order.
-    /// One marker ends them all: a transaction commits or aborts as a whole
-    /// in every offsets partition it wrote to.
-    pub fn take(&mut self, producer_id: i64) -> Vec<PendingOffset> {
-        self.by_producer.remove(&producer_id).unwrap_or_default()
-    }
-
-    fn is_pending(&self, group: &str, topic: &str, partition: i32) -> bool {
-        self.by_producer
-            .values()
-            .flatten()
-            .any(|(g, t, p, _)| g == group && t == topic && *p == partition)
-    }
-}
 
 /// A TxnOffsetCommit request, decoded.
 #[derive(Debug)]

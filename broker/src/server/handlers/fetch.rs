@@ -174,10 +174,13 @@ fn fill_with(
     pd.high_watermark = read.high_watermark;
     pd.last_stable_offset = log.last_stable_offset();
     pd.log_start_offset = read.log_start_offset;
-    if let (Some(aborted), Some((from, end))) = (
-        pd.aborted_transactions.as_mut(),
-        offset_range(&read.records),
-    ) {
+    // Read committed only (the list is None otherwise): the headers of
+    // the batches returned are scanned for their offset range.
+    if let Some((aborted, (from, end))) = pd
+        .aborted_transactions
+        .as_mut()
+        .and_then(|a| Some((a, offset_range(&read.records)?)))
+    {
         let mut all = remote_aborted;
         for t in log.aborted_transactions(from, end) {
             if !all.contains(&t) {
@@ -384,8 +387,9 @@ async fn read_all(
         match outcome {
             RemoteFetchOutcome::Records(records) => {
                 let rp = remote_parts.iter().find(|(s, _)| *s == i).map(|(_, rp)| rp);
-                let aborted = match (read_committed, rp, offset_range(&records)) {
-                    (true, Some(rp), Some((from, end))) => {
+                let range = read_committed.then(|| offset_range(&records)).flatten();
+                let aborted = match (rp, range) {
+                    (Some(rp), Some((from, end))) => {
                         match reader.aborted_transactions(rp, from, end).await {
                             Ok(found) => found,
                             Err(e) => {
