@@ -11,11 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use bytes::Bytes;
+use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
 use crate::clock::now_ms;
 use crate::log::batch::{self, BatchScanner};
@@ -122,38 +119,12 @@ impl CoordinatorLog {
     ) -> Result<PendingWrite, LogError> {
         let log = self.log(partition).ok_or(LogError::Closed)?;
         let now = now_ms();
-        let (producer_id, producer_epoch) = producer.unwrap_or((-1, -1));
-        let encoded: Vec<Record> = records
+        let plain: Vec<_> = records
             .iter()
-            .enumerate()
-            .map(|(i, (key, value))| Record {
-                transactional: producer.is_some(),
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: 0,
-                producer_id,
-                producer_epoch,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                // The encoder starts a new batch where offset - sequence
-                // changes; a coordinator's batch is never checked by sequence.
-                sequence: i as i32,
-                timestamp: now,
-                key: Some(key.clone()),
-                value: value.clone(),
-                headers: IndexMap::new(),
-            })
+            .map(|(k, v)| (Some(k.clone()), v.clone(), now))
             .collect();
-        let mut buf = BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            &encoded,
-            &RecordEncodeOptions {
-                version: 2,
-                compression: Compression::None,
-            },
-        )
-        .map_err(|e| LogError::Io(std::io::Error::other(e.to_string())))?;
+        let buf = batch::encode_records_for(&plain, Compression::None, producer)
+            .map_err(|e| LogError::Io(std::io::Error::other(e)))?;
         let headers = batch::validate_all(&buf)?;
         let info = log.append_from(&buf, &headers, AppendOrigin::Coordinator)?;
         Ok(PendingWrite {

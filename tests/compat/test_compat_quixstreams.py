@@ -51,26 +51,7 @@ def quix_python() -> Path:
 
 
 def _results(bootstrap: str, topic: str, isolation: str) -> list[dict]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": kutil.unique("quix-check"),
-                  "isolation.level": isolation, "enable.partition.eof": True,
-                  "auto.offset.reset": "earliest", "broker.address.family": "v4"})
-    try:
-        c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        out, eof = [], set()
-        deadline = time.monotonic() + 60
-        while len(eof) < PARTITIONS and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error():
-                eof.add(m.partition())
-                continue
-            eof.discard(m.partition())
-            out.append(json.loads(m.value()))
-        assert len(eof) == PARTITIONS, f"{isolation}: no EOF on every partition"
-        return out
-    finally:
-        c.close()
+    return [json.loads(v) for v in kutil.read_to_end(bootstrap, topic, PARTITIONS, isolation)]
 
 
 def _ends(bootstrap: str, topic: str, isolation: str) -> list[int]:

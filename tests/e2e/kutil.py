@@ -246,6 +246,33 @@ def consume(bootstrap: str, topic: str, partitions: list[int] | dict[int, int],
         c.close()
 
 
+def read_to_end(bootstrap: str, topic: str, partitions: int, isolation: str,
+                timeout: float = 60.0) -> list[bytes]:
+    """Every record value from offset 0 to each partition's end as a consumer
+    of `isolation` sees it (the last stable offset for read_committed), in
+    arrival order. Fails unless every partition reaches its end in time."""
+    c = consumer(bootstrap, **{"isolation.level": isolation, "enable.partition.eof": True})
+    try:
+        c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        out: list[bytes] = []
+        eof: set[int] = set()
+        deadline = time.monotonic() + timeout
+        while len(eof) < partitions:
+            assert time.monotonic() < deadline, f"{isolation}: no end on {set(range(partitions)) - eof}"
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
+                eof.add(m.partition())
+                continue
+            eof.discard(m.partition())
+            out.append(m.value())
+        return out
+    finally:
+        c.close()
+
+
 def watermarks(bootstrap: str, topic: str, partition: int) -> tuple[int, int]:
     c = consumer(bootstrap)
     try:

@@ -14,7 +14,6 @@ test_transactions_eos.py.
 from __future__ import annotations
 
 import io
-import time
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -30,28 +29,7 @@ def _txn_producer(b, txn_id: str, **conf):
 
 
 def _read_all(b, topic: str, partitions: int, isolation: str, timeout: float = 30.0) -> list[bytes]:
-    """Every record value up to the end a consumer of `isolation` sees (the
-    LSO for read_committed), in partition order."""
-    c = kutil.consumer(b.bootstrap, **{"isolation.level": isolation, "enable.partition.eof": True})
-    try:
-        c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        out: list[bytes] = []
-        eof: set[int] = set()
-        deadline = time.monotonic() + timeout
-        while len(eof) < partitions:
-            assert time.monotonic() < deadline, f"{isolation}: no EOF on {set(range(partitions)) - eof}"
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error():
-                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
-                eof.add(m.partition())
-                continue
-            eof.discard(m.partition())
-            out.append(m.value())
-        return out
-    finally:
-        c.close()
+    return kutil.read_to_end(b.bootstrap, topic, partitions, isolation, timeout)
 
 
 def _watermarks(b, topic: str, partition: int, isolation: str) -> tuple[int, int]:

@@ -20,7 +20,6 @@ import time
 from collections import Counter
 
 import pytest
-from confluent_kafka import TopicPartition
 
 import kutil
 
@@ -86,24 +85,7 @@ APPS = {"confluent-kafka": APP, "kafka-python": APP_KAFKA_PYTHON}
 
 
 def _count_output(b, topic: str, isolation: str) -> list[bytes]:
-    c = kutil.consumer(b.bootstrap, **{"isolation.level": isolation, "enable.partition.eof": True})
-    try:
-        c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        out, eof = [], set()
-        deadline = time.monotonic() + 120
-        while len(eof) < PARTITIONS and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error():
-                eof.add(m.partition())
-                continue
-            eof.discard(m.partition())
-            out.append(m.value())
-        assert len(eof) == PARTITIONS, f"{isolation}: no EOF on {set(range(PARTITIONS)) - eof}"
-        return out
-    finally:
-        c.close()
+    return kutil.read_to_end(b.bootstrap, topic, PARTITIONS, isolation, timeout=120)
 
 
 @pytest.mark.timeout(900)

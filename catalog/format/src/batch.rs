@@ -321,16 +321,28 @@ mod encode {
         records: &[(Option<Bytes>, Option<Bytes>, i64)],
         compression: Compression,
     ) -> Result<Bytes, String> {
+        encode_records_for(records, compression, None)
+    }
+
+    /// [`encode_records`] as part of a producer's transaction (id, epoch):
+    /// the batch is transactional and carries them (a coordinator's own
+    /// writes, which no sequence check applies to).
+    pub fn encode_records_for(
+        records: &[(Option<Bytes>, Option<Bytes>, i64)],
+        compression: Compression,
+        producer: Option<(i64, i16)>,
+    ) -> Result<Bytes, String> {
+        let (producer_id, producer_epoch) = producer.unwrap_or((-1, -1));
         let encoded: Vec<Record> = records
             .iter()
             .enumerate()
             .map(|(i, (key, value, timestamp))| Record {
-                transactional: false,
+                transactional: producer.is_some(),
                 control: false,
                 delete_horizon: false,
                 partition_leader_epoch: 0,
-                producer_id: -1,
-                producer_epoch: -1,
+                producer_id,
+                producer_epoch,
                 timestamp_type: TimestampType::Creation,
                 offset: i as i64,
                 // The encoder splits batches where offset - sequence changes.
@@ -355,7 +367,7 @@ mod encode {
     }
 }
 #[cfg(any(test, feature = "encode"))]
-pub use encode::encode_records;
+pub use encode::{encode_records, encode_records_for};
 
 #[cfg(any(test, feature = "encode"))]
 pub mod testing {
