@@ -355,3 +355,125 @@ fn compact_delete_keeps_the_latest_value_of_each_key_within_the_delete_window() 
     assert_eq!(log.enforce_retention(now).unwrap(), 0);
     assert_eq!(values(&log).len(), 40);
 }
+
+/// One transactional batch of producer `pid` (epoch 0), written as a
+/// coordinator writes (no sequence check).
+fn put_txn(log: &PartitionLog, pid: i64, records: &[(&str, &str)]) {
+    let recs: Vec<_> = records
+        .iter()
+        .map(|(k, v)| {
+            (
+                Some(Bytes::from(k.to_string())),
+                Some(Bytes::from(v.to_string())),
+                1,
+            )
+        })
+        .collect();
+    let b =
+        crate::log::batch::encode_records_for(&recs, Compression::None, Some((pid, 0))).unwrap();
+    let h = validate_all(&b).unwrap();
+    log.append_from(&b, &h, crate::log::AppendOrigin::Coordinator)
+        .unwrap();
+}
+
+fn end(log: &PartitionLog, pid: i64, commit: bool) {
+    use crate::log::control::{Marker, MarkerType};
+    let kind = if commit {
+        MarkerType::Commit
+    } else {
+        MarkerType::Abort
+    };
+    log.append_marker(
+        pid,
+        0,
+        Marker {
+            kind,
+            coordinator_epoch: 0,
+        },
+    )
+    .unwrap();
+}
+
+/// (offset, key, value) of every data record, and how many control batches.
+fn data_and_markers(log: &PartitionLog) -> (Vec<(i64, String, String)>, usize) {
+    let (mut data, mut markers) = (Vec::new(), 0);
+    let mut offset = log.log_start_offset();
+    loop {
+        let r = log.read(offset, 1 << 20, true).unwrap();
+        if r.records.is_empty() {
+            return (data, markers);
+        }
+        for (at, h) in BatchScanner::new(&r.records, true) {
+            offset = offset.max(h.next_offset());
+            if h.is_control() {
+                markers += 1;
+                continue;
+            }
+            let mut one = r.records.slice(at..at + h.size);
+            let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut one).unwrap();
+            for rec in set.records {
+                let s = |b: Option<Bytes>| String::from_utf8(b.unwrap().to_vec()).unwrap();
+                data.push((rec.offset, s(rec.key), s(rec.value)));
+            }
+        }
+    }
+}
+
+#[test]
+fn aborted_records_are_removed_and_never_hide_a_committed_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::create(dir.path(), "t", 0, config(&[])).unwrap();
+    put(
+        &log,
+        &[
+            ("a".into(), Some("1".into())),
+            ("b".into(), Some("1".into())),
+        ],
+        Compression::None,
+    ); // 0, 1
+    put_txn(&log, 7, &[("a", "aborted"), ("b", "aborted")]); // 2, 3
+    end(&log, 7, false); // 4
+    put_txn(&log, 8, &[("b", "2")]); // 5
+    end(&log, 8, true); // 6
+    log.roll().unwrap();
+    // Open in the active segment: below it, everything is decided.
+    put_txn(&log, 9, &[("a", "open")]); // 7
+    log.flush().unwrap();
+    assert_eq!(log.last_stable_offset(), 7);
+    clean(&log, crate::clock::now_ms()).expect("a pass ran");
+    let (data, markers) = data_and_markers(&log);
+    assert_eq!(
+        data,
+        vec![
+            (0, "a".to_string(), "1".to_string()),
+            (5, "b".to_string(), "2".to_string()),
+            (7, "a".to_string(), "open".to_string()),
+        ],
+        "the aborted records went and did not hide a@0; b@1 gave way to the committed b@5"
+    );
+    assert_eq!(markers, 2, "markers stay");
+    // The cleaned segment kept its .txnindex entry.
+    let aborted = log.aborted_transactions(0, 8);
+    assert_eq!(aborted.len(), 1);
+    assert_eq!((aborted[0].producer_id, aborted[0].first_offset), (7, 2));
+}
+
+#[test]
+fn a_segment_holding_an_open_transaction_is_not_cleaned() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::create(dir.path(), "t", 0, config(&[])).unwrap();
+    put_txn(&log, 9, &[("a", "open")]); // 0: open, may still abort
+    put(
+        &log,
+        &[("a".into(), Some("later".into()))],
+        Compression::None,
+    ); // 1
+    log.roll().unwrap();
+    put(&log, &[("z".into(), Some("1".into()))], Compression::None);
+    log.flush().unwrap();
+    assert!(
+        clean(&log, crate::clock::now_ms()).is_none(),
+        "nothing cleanable below the LSO"
+    );
+    assert_eq!(data_and_markers(&log).0.len(), 3);
+}
