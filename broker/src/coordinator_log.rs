@@ -49,13 +49,9 @@ pub enum Replayed {
         key: Bytes,
         value: Option<Bytes>,
     },
-    /// A transaction marker: the producer's pending records in this
-    /// partition are committed or dropped.
-    Marker {
-        partition: i32,
-        producer_id: i64,
-        commit: bool,
-    },
+    /// A transaction marker: the producer's pending records are
+    /// committed or dropped.
+    Marker { producer_id: i64, commit: bool },
 }
 
 impl CoordinatorLog {
@@ -155,7 +151,6 @@ impl CoordinatorLog {
                     if h.is_control() {
                         if let Some(m) = decode_marker(&h, &bytes) {
                             apply(Replayed::Marker {
-                                partition: p,
                                 producer_id: h.producer_id,
                                 commit: m.kind == MarkerType::Commit,
                             });

@@ -127,7 +127,6 @@ impl GroupCoordinator {
                     OffsetsRecord::Marker {
                         producer_id,
                         commit,
-                        ..
                     } => {
                         for (group, topic, part, v) in pending_txn.take(producer_id) {
                             if commit {

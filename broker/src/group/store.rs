@@ -29,12 +29,9 @@ pub enum OffsetsRecord {
     /// (key, value; None = tombstone), and the producer whose open
     /// transaction wrote it, if any.
     Record(RecordKey, Option<Bytes>, Option<i64>),
-    /// A transaction marker for a producer's offsets in `partition`.
-    Marker {
-        partition: i32,
-        producer_id: i64,
-        commit: bool,
-    },
+    /// A transaction marker: the producer's pending offsets are
+    /// committed or dropped.
+    Marker { producer_id: i64, commit: bool },
 }
 
 impl OffsetsLog {
@@ -100,11 +97,9 @@ impl OffsetsLog {
                 }
             },
             Replayed::Marker {
-                partition,
                 producer_id,
                 commit,
             } => apply(OffsetsRecord::Marker {
-                partition,
                 producer_id,
                 commit,
             }),

@@ -456,7 +456,7 @@ impl PartitionLog {
         let dir = self.dir().to_path_buf();
         let stem = file_stem(base);
         // The group's aborted transactions go with its markers into the
-        // cleaned segment: written beside it, moved in before its .log.
+        // cleaned segment: written (atomically) before its .log moves in.
         let aborted: Vec<_> = group
             .iter()
             .filter_map(|g| inner.segments.get(&g.base))
@@ -468,10 +468,9 @@ impl PartitionLog {
                 let _ = fs::remove_file(dir.join(&txn_index_name));
             } else {
                 crate::durable_file::write_atomically(
-                    &tmp.join(&txn_index_name),
+                    &dir.join(&txn_index_name),
                     &encode_entries(&aborted),
                 )?;
-                fs::rename(tmp.join(&txn_index_name), dir.join(&txn_index_name))?;
             }
         }
         super::file_pool::global().forget(&dir.join(format!("{stem}{LOG_SUFFIX}")));

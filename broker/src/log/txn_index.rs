@@ -136,12 +136,6 @@ impl TransactionIndex {
         self.rewrite()
     }
 
-    /// Replaces every entry (a segment rewritten by the cleaner).
-    pub fn replace(&mut self, entries: Vec<AbortedTxn>) -> io::Result<()> {
-        self.entries = entries;
-        self.rewrite()
-    }
-
     fn rewrite(&self) -> io::Result<()> {
         if self.entries.is_empty() {
             return match fs::remove_file(&self.path) {
@@ -150,13 +144,6 @@ impl TransactionIndex {
             };
         }
         write_atomically(&self.path, &encode_entries(&self.entries))
-    }
-
-    pub fn delete_file(&self) -> io::Result<()> {
-        match fs::remove_file(&self.path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
-        }
     }
 }
 
