@@ -5,8 +5,8 @@
 # and kafka-python), then the client compatibility suite (tests/compat: the
 # same scenario with confluent-kafka, kafka-python, aiokafka, kafkajs and
 # kcat, and librdkafka's own test suite, CI tier). Creates .venv with the
-# Python packages on first run, and installs kafkajs (npm) and kcat (Debian)
-# when missing; librdkafka's test runner is built from Debian's source
+# Python packages on first run, and installs kafkajs (npm), kcat and
+# etcd-server (Debian) when missing; librdkafka's test runner is built from Debian's source
 # package on first run (tests/compat/librdkafka/build.sh, about 2 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +28,15 @@ if ! command -v kcat >/dev/null; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get install -y -qq kcat >/dev/null 2>&1 \
     || { $SUDO apt-get update -qq >/dev/null && $SUDO apt-get install -y -qq kcat >/dev/null; }
+fi
+
+# etcd from Debian for the cluster tests (Rust store tests and
+# tests/e2e/test_cluster_*.py start their own members on free ports).
+if ! command -v etcd >/dev/null; then
+  echo "==> installing etcd-server (Debian)"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get install -y -qq etcd-server >/dev/null 2>&1 \
+    || { $SUDO apt-get update -qq >/dev/null && $SUDO apt-get install -y -qq etcd-server >/dev/null; }
 fi
 
 # kafkajs for tests/compat, pinned by its package-lock.json; reinstalled when

@@ -3,6 +3,7 @@
 //! `tiering` and `prefetch`; nothing depends on it.
 
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod coordinator_log;
 pub mod decode_bounds;

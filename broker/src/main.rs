@@ -68,6 +68,17 @@ struct BrokerArgs {
     #[arg(long, env = "STRATA_OBJECT_STORE")]
     object_store: Option<String>,
 
+    /// Where the cluster's metadata lives: etcd://HOST:PORT[,HOST:PORT...][/PREFIX]
+    /// (etcd v3; the prefix defaults to /strata). Brokers given the same
+    /// store form one cluster. Without it the broker runs alone, with an
+    /// embedded store in the process.
+    #[arg(long, env = "STRATA_METADATA")]
+    metadata: Option<String>,
+
+    /// This broker's id (the `node.id` setting); unique within a cluster.
+    #[arg(long, env = "STRATA_NODE_ID")]
+    node_id: Option<i32>,
+
     /// TOML file of broker settings under Kafka's names, e.g. `num.partitions = 3`.
     #[arg(long, env = "STRATA_CONFIG")]
     config: Option<PathBuf>,
@@ -157,9 +168,16 @@ fn parse_host_port(s: &str, what: &str) -> anyhow::Result<(String, u16)> {
 }
 
 async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
+    let mut sets = args.set.clone();
+    if let Some(id) = args.node_id {
+        sets.push(format!("node.id={id}"));
+    }
     let config = Arc::new(
-        BrokerConfig::load(args.config.as_deref(), &args.set).context("invalid broker settings")?,
+        BrokerConfig::load(args.config.as_deref(), &sets).context("invalid broker settings")?,
     );
+    let cluster_store =
+        strata_broker::cluster::open_store(args.metadata.as_deref()).map_err(anyhow::Error::msg)?;
+    let clustered = cluster_store.describe() != "embedded";
     parse_host_port(&args.http_listen, "--http-listen")?;
     match strata_broker::fd_limit::raise_to_hard() {
         Some(n) => {
@@ -212,12 +230,41 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         }
     }
 
+    if clustered && LogManager::is_fresh(&args.data_dir) {
+        // An empty data dir joins the cluster the metadata store holds.
+        let stored = cluster_store
+            .get(strata_broker::cluster::records::CLUSTER_ID_KEY)
+            .await
+            .with_context(|| format!("reading the cluster id from {}", cluster_store.describe()))?;
+        if let Some(kv) = stored {
+            let id = String::from_utf8_lossy(&kv.value).to_string();
+            LogManager::adopt_cluster_id(&args.data_dir, &id, config.node_id())?;
+        }
+    }
+
     let data_dir = args.data_dir.clone();
     let cfg = config.clone();
     let logs = tokio::task::spawn_blocking(move || LogManager::open(&data_dir, cfg))
         .await
         .context("log loading task failed")?
         .with_context(|| format!("cannot open data directory {}", args.data_dir.display()))?;
+
+    if clustered {
+        let claimed =
+            strata_broker::cluster::claim_cluster_id(cluster_store.as_ref(), logs.cluster_id())
+                .await
+                .with_context(|| {
+                    format!("writing the cluster id to {}", cluster_store.describe())
+                })?;
+        if claimed != logs.cluster_id() {
+            anyhow::bail!(
+                "metadata store {} belongs to cluster {claimed}, but data directory {} belongs to cluster {}; use another prefix or data directory",
+                cluster_store.describe(),
+                args.data_dir.display(),
+                logs.cluster_id()
+            );
+        }
+    }
 
     let dynamic =
         Arc::new(DynamicConfigs::load(&args.data_dir).context("reading dynamic broker settings")?);
@@ -314,7 +361,30 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     })
     .await
     .context("transaction coordinator loading task failed")??;
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let rack = Some(config.value("broker.rack")).filter(|r| !r.is_empty());
+    let cluster = Arc::new(
+        strata_broker::cluster::Cluster::join(
+            cluster_store,
+            host.clone(),
+            port as i32,
+            rack,
+            config.node_id(),
+            strata_broker::cluster::membership::SessionTimes {
+                session_timeout: std::time::Duration::from_millis(
+                    config.i64("broker.session.timeout.ms") as u64,
+                ),
+                heartbeat_interval: std::time::Duration::from_millis(
+                    config.i64("broker.heartbeat.interval.ms") as u64,
+                ),
+            },
+            shutdown_rx.clone(),
+        )
+        .await
+        .context("joining the cluster")?,
+    );
     let broker = Arc::new(Broker {
+        cluster: cluster.clone(),
         logs: logs.clone(),
         groups: groups.clone(),
         producer_ids,
@@ -332,7 +402,6 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     groups.start_background(std::time::Duration::from_millis(
         config.i64("offsets.retention.check.interval.ms").max(1) as u64,
     ));
-    let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let server = tokio::spawn(server::serve(listener, broker, shutdown_rx.clone()));
     let http_addr = http_listener.local_addr()?;
     let http = tokio::spawn(strata_broker::http::serve(
@@ -353,6 +422,8 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         http = %http_addr,
         cluster_id = logs.cluster_id(),
         node_id = config.node_id(),
+        metadata = %cluster.store.describe(),
+        controller = cluster.controller_id().unwrap_or(-1),
         "strata broker ready"
     );
 
@@ -361,6 +432,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     let _ = shutdown_tx.send(true);
     let _ = server.await;
     let _ = http.await;
+    cluster.left().await;
     tokio::task::spawn_blocking(move || logs.shutdown())
         .await
         .context("shutdown task failed")?

@@ -797,7 +797,7 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
     ),
 ];
 
-const fn broker(
+pub(super) const fn broker(
     name: &'static str,
     kind: ConfigType,
     default: &'static str,
@@ -844,10 +844,6 @@ pub fn topic_def(name: &str) -> Option<&'static ConfigDef> {
     TOPIC_CONFIGS.iter().find(|d| d.name == name)
 }
 
-pub fn broker_def(name: &str) -> Option<&'static ConfigDef> {
-    BROKER_CONFIGS.iter().find(|d| d.name == name)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -862,7 +858,7 @@ mod tests {
                 );
                 continue;
             };
-            let b = broker_def(syn).unwrap();
+            let b = BROKER_CONFIGS.iter().find(|d| d.name == syn).unwrap();
             assert_eq!(b.default, t.default, "{}", t.name);
         }
     }

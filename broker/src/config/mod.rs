@@ -6,6 +6,7 @@
 //! validates; it never reads or writes topic state on disk.
 
 mod checks;
+pub mod cluster_defs;
 pub mod defs;
 pub mod dynamic;
 
@@ -16,9 +17,19 @@ use strata_format::transcode::{Codec, Encoding};
 use thiserror::Error;
 
 pub use defs::{
-    broker_def, topic_def, ConfigDef, ConfigType, BROKER_CONFIGS, DYNAMIC_BROKER_CONFIGS,
-    TOPIC_CONFIGS,
+    topic_def, ConfigDef, ConfigType, BROKER_CONFIGS, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS,
 };
+
+pub fn broker_def(name: &str) -> Option<&'static ConfigDef> {
+    broker_defs().find(|d| d.name == name)
+}
+
+/// Every broker-level setting: the main table and the cluster layer's.
+pub fn broker_defs() -> impl Iterator<Item = &'static ConfigDef> {
+    BROKER_CONFIGS
+        .iter()
+        .chain(cluster_defs::CLUSTER_BROKER_CONFIGS.iter())
+}
 
 #[derive(Debug, Error)]
 pub enum ConfigError {

@@ -17,6 +17,8 @@ use kafka_protocol::protocol::StrBytes;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::cluster::records::BrokerRegistration;
+use crate::cluster::Cluster;
 use crate::config::dynamic::DynamicConfigs;
 use crate::config::BrokerConfig;
 use crate::group::GroupCoordinator;
@@ -41,6 +43,8 @@ pub struct Broker {
     pub dynamic: Arc<DynamicConfigs>,
     /// Tiered storage (None when `remote.log.storage.system.enable` is off).
     pub remote: Option<Arc<TieredStorage>>,
+    /// Membership, the controller, and the view of the other brokers.
+    pub cluster: Arc<Cluster>,
 }
 
 impl Broker {
@@ -49,6 +53,30 @@ impl Broker {
     }
     pub fn cluster_id(&self) -> StrBytes {
         StrBytes::from_string(self.logs.cluster_id().to_string())
+    }
+    /// Every live broker, by node id, this one always among them (it
+    /// serves even while it cannot reach the metadata store).
+    pub fn live_brokers(&self) -> Vec<BrokerRegistration> {
+        let mut brokers = self.cluster.live_brokers();
+        if !brokers.iter().any(|r| r.node_id == self.node_id) {
+            brokers.push(BrokerRegistration {
+                node_id: self.node_id,
+                host: self.advertised_host.clone(),
+                port: self.advertised_port,
+                rack: self.rack(),
+                incarnation: uuid::Uuid::nil(),
+            });
+            brokers.sort_by_key(|r| r.node_id);
+        }
+        brokers
+    }
+    /// The controller's node id, -1 while there is none.
+    pub fn controller_id(&self) -> i32 {
+        self.cluster.controller_id().unwrap_or(-1)
+    }
+    /// `broker.rack`, if set.
+    pub fn rack(&self) -> Option<String> {
+        Some(self.config.value("broker.rack")).filter(|r| !r.is_empty())
     }
 }
 

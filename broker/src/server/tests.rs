@@ -18,7 +18,7 @@ use crate::config::BrokerConfig;
 use crate::log::batch::testing;
 use crate::log_manager::LogManager;
 
-fn broker(dir: &std::path::Path) -> Broker {
+async fn broker(dir: &std::path::Path) -> Broker {
     let config = Arc::new(
         BrokerConfig::load(
             None,
@@ -54,6 +54,27 @@ fn broker(dir: &std::path::Path) -> Broker {
         advertised_host: "127.0.0.1".into(),
         advertised_port: 9092,
         max_request_bytes: 1 << 20,
+        cluster: Arc::new(
+            crate::cluster::Cluster::join(
+                crate::cluster::open_store(None).unwrap(),
+                "127.0.0.1".into(),
+                9092,
+                None,
+                0,
+                crate::cluster::membership::SessionTimes {
+                    session_timeout: std::time::Duration::from_secs(9),
+                    heartbeat_interval: std::time::Duration::from_secs(2),
+                },
+                {
+                    // Never shut down during the test.
+                    let (tx, rx) = tokio::sync::watch::channel(false);
+                    std::mem::forget(tx);
+                    rx
+                },
+            )
+            .await
+            .unwrap(),
+        ),
     }
 }
 
@@ -71,7 +92,7 @@ fn versions(api: ApiKey) -> std::ops::RangeInclusive<i16> {
 #[tokio::test]
 async fn every_response_encodes_at_every_advertised_version() {
     let dir = tempfile::tempdir().unwrap();
-    let b = broker(dir.path());
+    let b = broker(dir.path()).await;
     let topic = TopicName(s("t"));
 
     for v in versions(ApiKey::ApiVersions) {

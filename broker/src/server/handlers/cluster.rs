@@ -42,14 +42,21 @@ pub async fn describe_cluster(
         return r;
     }
     r.cluster_id = b.cluster_id();
-    r.controller_id = BrokerId(b.node_id);
+    r.controller_id = BrokerId(b.controller_id());
     r.endpoint_type = 1;
     r.cluster_authorized_operations = NO_AUTHORIZED_OPERATIONS;
-    let mut broker = DescribeClusterBroker::default();
-    broker.broker_id = BrokerId(b.node_id);
-    broker.host = b.host();
-    broker.port = b.advertised_port;
-    r.brokers = vec![broker];
+    r.brokers = b
+        .live_brokers()
+        .into_iter()
+        .map(|reg| {
+            let mut broker = DescribeClusterBroker::default();
+            broker.broker_id = BrokerId(reg.node_id);
+            broker.host = s(reg.host);
+            broker.port = reg.port;
+            broker.rack = reg.rack.map(s);
+            broker
+        })
+        .collect();
     r
 }
 

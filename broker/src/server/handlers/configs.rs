@@ -15,8 +15,7 @@ use kafka_protocol::ResponseError;
 use super::topics::error_code;
 use super::{blocking, s};
 use crate::config::{
-    self, ConfigDef, ConfigSource, ConfigType, BROKER_CONFIGS, DYNAMIC_BROKER_CONFIGS,
-    TOPIC_CONFIGS,
+    self, ConfigDef, ConfigSource, ConfigType, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS,
 };
 use crate::log_manager::TopicError;
 use crate::server::Broker;
@@ -93,7 +92,7 @@ pub async fn describe_configs(
                         b.node_id
                     )));
                 } else {
-                    for d in BROKER_CONFIGS.iter().filter(|d| keep(d)) {
+                    for d in config::broker_defs().filter(|d| keep(d)) {
                         let dynamic = DYNAMIC_BROKER_CONFIGS.contains(&d.name);
                         let (value, source) = b.dynamic.value(&b.config, d.name);
                         let value = (!value.is_empty()).then_some(value);

@@ -17,15 +17,22 @@ use crate::server::Broker;
 
 pub async fn handle(req: MetadataRequest, version: i16, b: &Broker) -> MetadataResponse {
     let mut r = MetadataResponse::default();
-    let mut broker = MetadataResponseBroker::default();
-    broker.node_id = BrokerId(b.node_id);
-    broker.host = b.host();
-    broker.port = b.advertised_port;
-    r.brokers = vec![broker];
+    r.brokers = b
+        .live_brokers()
+        .into_iter()
+        .map(|reg| {
+            let mut broker = MetadataResponseBroker::default();
+            broker.node_id = BrokerId(reg.node_id);
+            broker.host = s(reg.host);
+            broker.port = reg.port;
+            broker.rack = reg.rack.map(s);
+            broker
+        })
+        .collect();
     if version >= 2 {
         r.cluster_id = Some(b.cluster_id());
     }
-    r.controller_id = BrokerId(b.node_id);
+    r.controller_id = BrokerId(b.controller_id());
     r.cluster_authorized_operations = NO_AUTHORIZED_OPERATIONS;
 
     let requested = match req.topics {

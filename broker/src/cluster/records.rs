@@ -1,0 +1,52 @@
+//! The records Strata keeps in the cluster store, their keys and their JSON
+//! form (docs/cluster-metadata.md has the key layout). Values are JSON so
+//! an operator can read them with `etcdctl get --prefix /strata`.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::store::StoreError;
+
+/// The cluster id, written once by the first broker of a cluster.
+pub const CLUSTER_ID_KEY: &str = "cluster_id";
+/// The controller's record, attached to its lease. The key's create
+/// revision is the controller epoch: every election makes a new one.
+pub const CONTROLLER_KEY: &str = "controller";
+/// Live brokers' registrations, one per node id, each on its lease.
+pub const BROKERS_PREFIX: &str = "brokers/";
+
+pub fn broker_key(node_id: i32) -> String {
+    format!("{BROKERS_PREFIX}{node_id}")
+}
+
+/// A live broker: what clients are told to connect to, and where it runs.
+/// The key's create revision is the broker epoch (Kafka's name): a broker
+/// that lost its lease and registered again has a new one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerRegistration {
+    pub node_id: i32,
+    pub host: String,
+    pub port: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rack: Option<String>,
+    /// Unique per process start: tells two processes claiming one node id
+    /// apart.
+    pub incarnation: Uuid,
+}
+
+/// Who the controller is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControllerRecord {
+    pub node_id: i32,
+    pub incarnation: Uuid,
+}
+
+pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
+    // Serializing these plain structs cannot fail.
+    serde_json::to_vec(v).unwrap_or_default()
+}
+
+pub fn decode<T: for<'de> Deserialize<'de>>(key: &str, bytes: &[u8]) -> Result<T, StoreError> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| StoreError::Protocol(format!("unreadable record at `{key}`: {e}")))
+}

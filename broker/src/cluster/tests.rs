@@ -1,0 +1,299 @@
+//! The store contract, run against the embedded store and a real etcd, and
+//! membership and controller election on both.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::controller::Role;
+use super::etcd_fixture::EtcdServer;
+use super::membership::{RegisterError, SessionTimes};
+use super::store::{ClusterStore, Compare, Op, StoreError, WatchEvent};
+use super::*;
+
+async fn ready(store: &dyn ClusterStore) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while let Err(e) = store.get("probe").await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "store not ready: {e}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn etcd_store(etcd: &EtcdServer, prefix: &str) -> Arc<dyn ClusterStore> {
+    let s = open_store(Some(&etcd.url(prefix))).expect("etcd url");
+    ready(s.as_ref()).await;
+    s
+}
+
+async fn next_events(w: &mut store::WatchStream) -> Vec<WatchEvent> {
+    tokio::time::timeout(Duration::from_secs(10), w.recv())
+        .await
+        .expect("watch delivered in time")
+        .expect("watch open")
+        .expect("watch healthy")
+}
+
+/// Everything a `ClusterStore` promises, checked on `s`.
+async fn contract(s: Arc<dyn ClusterStore>) {
+    // Create-if-absent succeeds once.
+    let put = |v: &str| Op::put("a/x", v.as_bytes().to_vec());
+    let first = s
+        .txn(vec![Compare::Absent("a/x".into())], vec![put("1")])
+        .await
+        .unwrap();
+    assert!(first.succeeded);
+    let again = s
+        .txn(vec![Compare::Absent("a/x".into())], vec![put("2")])
+        .await
+        .unwrap();
+    assert!(!again.succeeded);
+    let kv = s.get("a/x").await.unwrap().expect("written");
+    assert_eq!(kv.value, b"1");
+    assert_eq!(kv.create_revision, first.revision);
+    assert_eq!(kv.mod_revision, first.revision);
+    let mut w = s.watch("a/", kv.mod_revision + 1).await.unwrap();
+
+    // Compare-and-swap on the mod revision: the stale writer loses.
+    let swap = s
+        .txn(
+            vec![Compare::ModRevision("a/x".into(), kv.mod_revision)],
+            vec![put("3")],
+        )
+        .await
+        .unwrap();
+    assert!(swap.succeeded);
+    let stale = s
+        .txn(
+            vec![Compare::ModRevision("a/x".into(), kv.mod_revision)],
+            vec![put("4")],
+        )
+        .await
+        .unwrap();
+    assert!(!stale.succeeded);
+    let kv2 = s.get("a/x").await.unwrap().unwrap();
+    assert_eq!(kv2.value, b"3");
+    assert_eq!(kv2.create_revision, kv.create_revision);
+    assert!(kv2.mod_revision > kv.mod_revision);
+    assert!(
+        s.txn(
+            vec![Compare::CreateRevision("a/x".into(), kv.create_revision)],
+            vec![]
+        )
+        .await
+        .unwrap()
+        .succeeded
+    );
+
+    // Several keys in one transaction; list by prefix, sorted.
+    let both = s
+        .txn(
+            vec![],
+            vec![Op::put("a/y", b"y".to_vec()), Op::put("b/z", b"z".to_vec())],
+        )
+        .await
+        .unwrap();
+    assert!(both.succeeded);
+    let (listed, rev) = s.list("a/").await.unwrap();
+    let keys: Vec<&str> = listed.iter().map(|kv| kv.key.as_str()).collect();
+    assert_eq!(keys, ["a/x", "a/y"]);
+    assert!(rev >= both.revision);
+
+    // The watch saw the swap and the put under a/, not b/z.
+    let e1 = next_events(&mut w).await;
+    assert!(matches!(&e1[..], [WatchEvent::Put(kv)] if kv.value == b"3"));
+    let e2 = next_events(&mut w).await;
+    assert_eq!(e2.len(), 1);
+    assert_eq!(e2[0].key(), "a/y");
+
+    // A leased key goes with its lease; keep-alive of a gone lease fails.
+    let lease = s.grant_lease(Duration::from_secs(2)).await.unwrap();
+    let leased = s
+        .txn(
+            vec![],
+            vec![Op::put_leased("a/leased", b"l".to_vec(), lease)],
+        )
+        .await
+        .unwrap();
+    assert!(leased.succeeded);
+    s.keep_alive(lease).await.unwrap();
+    let e3 = next_events(&mut w).await;
+    assert_eq!(e3[0].key(), "a/leased");
+    s.revoke_lease(lease).await.unwrap();
+    assert!(s.get("a/leased").await.unwrap().is_none());
+    assert!(matches!(
+        s.keep_alive(lease).await,
+        Err(StoreError::LeaseExpired(_))
+    ));
+    let e4 = next_events(&mut w).await;
+    assert!(matches!(&e4[..], [WatchEvent::Delete { key, .. }] if key == "a/leased"));
+
+    // An unrenewed lease expires by itself.
+    let short = s.grant_lease(Duration::from_secs(2)).await.unwrap();
+    s.txn(vec![], vec![Op::put_leased("a/short", vec![], short)])
+        .await
+        .unwrap();
+    let _ = next_events(&mut w).await;
+    let gone = next_events(&mut w).await;
+    assert!(matches!(&gone[..], [WatchEvent::Delete { key, .. }] if key == "a/short"));
+    // Putting on an expired lease is refused, not silently unleased.
+    assert!(matches!(
+        s.txn(vec![], vec![Op::put_leased("a/late", vec![], short)])
+            .await,
+        Err(StoreError::LeaseExpired(_))
+    ));
+}
+
+#[tokio::test]
+async fn embedded_store_keeps_the_contract() {
+    contract(EmbeddedStore::new()).await;
+}
+
+#[tokio::test]
+async fn etcd_store_keeps_the_contract() {
+    let etcd = EtcdServer::start();
+    contract(etcd_store(&etcd, "contract").await).await;
+}
+
+use super::embedded::EmbeddedStore;
+
+fn times() -> SessionTimes {
+    SessionTimes {
+        session_timeout: Duration::from_secs(2),
+        heartbeat_interval: Duration::from_millis(300),
+    }
+}
+
+async fn join(store: &Arc<dyn ClusterStore>, node_id: i32) -> (Cluster, watch::Sender<bool>) {
+    let (tx, rx) = watch::channel(false);
+    let c = Cluster::join(
+        store.clone(),
+        "127.0.0.1".into(),
+        9000 + node_id,
+        Some(format!("rack-{node_id}")),
+        node_id,
+        times(),
+        rx,
+    )
+    .await
+    .expect("joined");
+    (c, tx)
+}
+
+async fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !f() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Three brokers: all see each other, exactly one controller; the
+/// controller leaves cleanly and another takes over at a higher epoch;
+/// a broker whose lease runs out drops out of every view.
+async fn election(store: Arc<dyn ClusterStore>) {
+    let mut members = Vec::new();
+    for id in 1..=3 {
+        members.push(join(&store, id).await);
+    }
+    for (c, _) in &members {
+        wait_until("every broker sees three", || c.live_brokers().len() == 3).await;
+    }
+    let active: Vec<i32> = members
+        .iter()
+        .filter(|(c, _)| c.is_controller())
+        .map(|(c, _)| c.node_id)
+        .collect();
+    assert_eq!(active.len(), 1, "exactly one controller: {active:?}");
+    let first = active[0];
+    let Role::Active { epoch: first_epoch } = *members[(first - 1) as usize].0.role.borrow() else {
+        unreachable!()
+    };
+    for (c, _) in &members {
+        wait_until("all agree on the controller", || {
+            c.controller_id() == Some(first)
+        })
+        .await;
+        let rack = c
+            .live_brokers()
+            .into_iter()
+            .find(|b| b.node_id == 2)
+            .and_then(|b| b.rack);
+        assert_eq!(rack.as_deref(), Some("rack-2"));
+    }
+
+    // Clean shutdown of the controller: another is elected at once.
+    let (c, tx) = members.remove((first - 1) as usize);
+    let _ = tx.send(true);
+    c.left().await;
+    drop(tx);
+    for (c, _) in &members {
+        wait_until("two brokers left", || c.live_brokers().len() == 2).await;
+        wait_until("a new controller", || {
+            c.controller_id().is_some_and(|id| id != first)
+        })
+        .await;
+    }
+    let new_epoch = members
+        .iter()
+        .find_map(|(c, _)| match *c.role.borrow() {
+            Role::Active { epoch } => Some(epoch),
+            Role::Follower => None,
+        })
+        .expect("one is active");
+    assert!(new_epoch > first_epoch, "{new_epoch} > {first_epoch}");
+}
+
+#[tokio::test]
+async fn embedded_store_elects_one_controller() {
+    election(EmbeddedStore::new()).await;
+}
+
+#[tokio::test]
+async fn etcd_store_elects_one_controller() {
+    let etcd = EtcdServer::start();
+    election(etcd_store(&etcd, "election").await).await;
+}
+
+#[tokio::test]
+async fn a_node_id_held_by_a_live_broker_is_refused() {
+    let store: Arc<dyn ClusterStore> = EmbeddedStore::new();
+    let (_a, _tx) = join(&store, 7).await;
+    let (_tx2, rx2) = watch::channel(false);
+    let second = Cluster::join(store.clone(), "h".into(), 1, None, 7, times(), rx2).await;
+    assert!(matches!(second, Err(RegisterError::NodeIdTaken(7, _))));
+}
+
+#[tokio::test]
+async fn cluster_id_is_claimed_once() {
+    let etcd = EtcdServer::start();
+    let s = etcd_store(&etcd, "ids").await;
+    assert_eq!(
+        claim_cluster_id(s.as_ref(), "first").await.unwrap(),
+        "first"
+    );
+    assert_eq!(
+        claim_cluster_id(s.as_ref(), "second").await.unwrap(),
+        "first"
+    );
+}
+
+#[test]
+fn etcd_urls_are_checked() {
+    for bad in [
+        "http://x:1",
+        "etcd://",
+        "etcd://host",
+        "etcd://host:notaport",
+        "etcd://:1",
+    ] {
+        assert!(etcd::EtcdStore::from_url(bad).is_err(), "{bad}");
+    }
+    let s = etcd::EtcdStore::from_url("etcd://a:1,b:2/my/prefix/").unwrap();
+    assert_eq!(s.describe(), "etcd://a:1,b:2/my/prefix");
+    let d = etcd::EtcdStore::from_url("etcd://a:1").unwrap();
+    assert_eq!(d.describe(), "etcd://a:1/strata");
+}

@@ -1,0 +1,177 @@
+//! `ClusterView`: this broker's mirror of the cluster store — live brokers
+//! and the controller — kept current by a watch on the store's prefix
+//! (list once, then watch from the listed revision; on any break, list
+//! again). Readers get an immutable snapshot; a change is visible here
+//! within the watch's delivery time (milliseconds on loopback).
+//!
+//! It only reads the store; it never writes.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::records::{
+    decode, BrokerRegistration, ControllerRecord, BROKERS_PREFIX, CONTROLLER_KEY,
+};
+use super::store::{ClusterStore, KeyValue, Revision, StoreError, WatchEvent};
+
+/// A live broker and its broker epoch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveBroker {
+    pub registration: BrokerRegistration,
+    pub broker_epoch: i64,
+}
+
+/// The controller and its epoch (its key's create revision).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActiveController {
+    pub record: ControllerRecord,
+    pub epoch: i64,
+}
+
+/// The cluster as of one store revision.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterSnapshot {
+    pub revision: Revision,
+    pub brokers: BTreeMap<i32, LiveBroker>,
+    pub controller: Option<ActiveController>,
+    /// False until the first list succeeded, and while the store is out
+    /// of reach (the snapshot is then the last one seen).
+    pub connected: bool,
+}
+
+impl ClusterSnapshot {
+    fn apply_put(&mut self, kv: &KeyValue) {
+        if let Some(id) = kv.key.strip_prefix(BROKERS_PREFIX) {
+            match decode::<BrokerRegistration>(&kv.key, &kv.value) {
+                Ok(r) if id.parse() == Ok(r.node_id) => {
+                    self.brokers.insert(
+                        r.node_id,
+                        LiveBroker {
+                            registration: r,
+                            broker_epoch: kv.create_revision,
+                        },
+                    );
+                }
+                Ok(_) => {
+                    tracing::warn!(key = %kv.key, "broker record under another node id; ignored")
+                }
+                Err(e) => tracing::warn!(error = %e, "ignored"),
+            }
+        } else if kv.key == CONTROLLER_KEY {
+            match decode::<ControllerRecord>(&kv.key, &kv.value) {
+                Ok(record) => {
+                    self.controller = Some(ActiveController {
+                        record,
+                        epoch: kv.create_revision,
+                    })
+                }
+                Err(e) => tracing::warn!(error = %e, "ignored"),
+            }
+        }
+    }
+
+    fn apply_delete(&mut self, key: &str) {
+        if let Some(id) = key.strip_prefix(BROKERS_PREFIX) {
+            if let Ok(id) = id.parse::<i32>() {
+                self.brokers.remove(&id);
+            }
+        } else if key == CONTROLLER_KEY {
+            self.controller = None;
+        }
+    }
+
+    fn apply(&mut self, events: &[WatchEvent]) {
+        for e in events {
+            match e {
+                WatchEvent::Put(kv) => self.apply_put(kv),
+                WatchEvent::Delete { key, .. } => self.apply_delete(key),
+            }
+            self.revision = self.revision.max(e.revision());
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ClusterView {
+    rx: watch::Receiver<Arc<ClusterSnapshot>>,
+}
+
+impl ClusterView {
+    /// Starts mirroring `store`; runs until `shutdown`.
+    pub fn start(store: Arc<dyn ClusterStore>, shutdown: watch::Receiver<bool>) -> ClusterView {
+        let (tx, rx) = watch::channel(Arc::new(ClusterSnapshot::default()));
+        tokio::spawn(mirror(store, tx, shutdown));
+        ClusterView { rx }
+    }
+
+    pub fn snapshot(&self) -> Arc<ClusterSnapshot> {
+        self.rx.borrow().clone()
+    }
+
+    /// A receiver that wakes on every change.
+    pub fn subscribe(&self) -> watch::Receiver<Arc<ClusterSnapshot>> {
+        self.rx.clone()
+    }
+
+    /// Waits until the view has seen `revision` (or `timeout` passed).
+    pub async fn caught_up_to(&self, revision: Revision, timeout: Duration) -> bool {
+        let mut rx = self.rx.clone();
+        tokio::time::timeout(timeout, rx.wait_for(|s| s.revision >= revision))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+}
+
+async fn mirror(
+    store: Arc<dyn ClusterStore>,
+    tx: watch::Sender<Arc<ClusterSnapshot>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let result = tokio::select! {
+            r = list_and_follow(store.as_ref(), &tx) => r,
+            _ = shutdown.changed() => return,
+        };
+        if let Err(e) = result {
+            tracing::warn!(store = %store.describe(), error = %e, "cluster metadata watch broken; listing again");
+            tx.send_modify(|s| {
+                if s.connected {
+                    let mut next = (**s).clone();
+                    next.connected = false;
+                    *s = Arc::new(next);
+                }
+            });
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = shutdown.changed() => return,
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(1));
+    }
+}
+
+async fn list_and_follow(
+    store: &dyn ClusterStore,
+    tx: &watch::Sender<Arc<ClusterSnapshot>>,
+) -> Result<(), StoreError> {
+    let (kvs, revision) = store.list("").await?;
+    let mut snap = ClusterSnapshot {
+        revision,
+        connected: true,
+        ..ClusterSnapshot::default()
+    };
+    for kv in &kvs {
+        snap.apply_put(kv);
+    }
+    tx.send_replace(Arc::new(snap.clone()));
+    let mut events = store.watch("", revision + 1).await?;
+    while let Some(msg) = events.recv().await {
+        snap.apply(&msg?);
+        tx.send_replace(Arc::new(snap.clone()));
+    }
+    Err(StoreError::Unavailable("watch ended".to_string()))
+}
