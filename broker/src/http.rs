@@ -30,6 +30,7 @@ pub struct HttpState {
     pub logs: Arc<LogManager>,
     pub remote: Option<Arc<TieredStorage>>,
     pub txns: Option<Arc<TransactionCoordinator>>,
+    pub cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 /// Serves until `shutdown` flips to true.
@@ -684,6 +685,9 @@ pub fn render(s: &HttpState) -> String {
                 let _ = writeln!(out, "{}{suffix}{{{labels}}} {v}", f.name);
             }
         }
+    }
+    if let Some(c) = &s.cluster {
+        out.push_str(&crate::cluster::metrics::render(c));
     }
     out
 }

@@ -249,13 +249,15 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         .context("log loading task failed")?
         .with_context(|| format!("cannot open data directory {}", args.data_dir.display()))?;
 
+    let mut founded = false;
     if clustered {
-        let claimed =
+        let (claimed, first) =
             strata_broker::cluster::claim_cluster_id(cluster_store.as_ref(), logs.cluster_id())
                 .await
                 .with_context(|| {
                     format!("writing the cluster id to {}", cluster_store.describe())
                 })?;
+        founded = first;
         if claimed != logs.cluster_id() {
             anyhow::bail!(
                 "metadata store {} belongs to cluster {claimed}, but data directory {} belongs to cluster {}; use another prefix or data directory",
@@ -366,6 +368,8 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     let cluster = Arc::new(
         strata_broker::cluster::Cluster::join(
             cluster_store,
+            logs.clone(),
+            founded,
             host.clone(),
             port as i32,
             rack,
@@ -410,6 +414,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
             logs: logs.clone(),
             remote,
             txns: Some(txns.clone()),
+            cluster: Some(cluster.clone()),
         },
         shutdown_rx,
     ));

@@ -25,6 +25,9 @@ pub enum TopicError {
     InvalidConfig(String),
     #[error("Topic deletion is disabled (delete.topic.enable=false)")]
     DeletionDisabled,
+    /// The cluster's metadata store did not answer.
+    #[error("the cluster metadata store is unavailable: {0}")]
+    Unavailable(String),
     #[error("storage error: {0}")]
     Io(#[from] io::Error),
     #[error("storage error: {0}")]

@@ -32,8 +32,14 @@ class EtcdCluster:
         self.base = Path(base)
         self.base.mkdir(parents=True, exist_ok=True)
         self.names = [f"m{i}" for i in range(members)]
-        self.client_ports = {n: free_port() for n in self.names}
-        self.peer_ports = {n: free_port() for n in self.names}
+        # free_port() may hand out a port twice once its socket is closed.
+        ports: list[int] = []
+        while len(ports) < 2 * members:
+            p = free_port()
+            if p not in ports:
+                ports.append(p)
+        self.client_ports = {n: ports[2 * i] for i, n in enumerate(self.names)}
+        self.peer_ports = {n: ports[2 * i + 1] for i, n in enumerate(self.names)}
         self.procs: dict[str, subprocess.Popen] = {}
         self.token = f"strata-{os.getpid()}-{time.monotonic_ns()}"
         for n in self.names:

@@ -70,6 +70,19 @@ def wait_for(what, f, timeout=20.0):
     raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
+def metric_values(b) -> dict[str, float]:
+    """Unlabelled samples of the broker's /metrics."""
+    import urllib.request
+    with urllib.request.urlopen(f"http://127.0.0.1:{b.http_port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#") and "{" not in line:
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
+
+
 def brokers_seen(b):
     md = metadata(b)
     return {i: (m.host, m.port) for i, m in md.brokers.items()}, md.controller_id
@@ -105,6 +118,15 @@ def test_three_brokers_see_each_other_and_one_controller(broker_factory, etcd):
         assert desc["controller_id"] in bs
     finally:
         ka.close()
+
+    # /metrics: every broker sees three, exactly one says it is the controller.
+    active = 0
+    for b in bs.values():
+        m = metric_values(b)
+        assert m["strata_cluster_brokers"] == 3 and m["strata_cluster_metadata_connected"] == 1
+        assert m["strata_cluster_controller_id"] == controllers.copy().pop()
+        active += m["strata_cluster_active_controller"]
+    assert active == 1
 
     # etcd holds readable records: the cluster id, three brokers, the controller.
     keys = etcd.get_prefix(f"/{prefix}/")

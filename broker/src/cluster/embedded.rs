@@ -135,6 +135,21 @@ impl State {
                         });
                     }
                 }
+                Op::DeletePrefix { prefix } => {
+                    let keys: Vec<String> = self
+                        .kvs
+                        .range(prefix.clone()..)
+                        .take_while(|(k, _)| k.starts_with(&prefix))
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    for key in keys {
+                        self.kvs.remove(&key);
+                        events.push(WatchEvent::Delete {
+                            key,
+                            mod_revision: rev,
+                        });
+                    }
+                }
             }
         }
         self.watchers.retain(|w| {

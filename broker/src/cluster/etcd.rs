@@ -188,6 +188,9 @@ impl EtcdStore {
                 "key": self.enc(key), "value": B64.encode(value), "lease": lease.to_string()
             }}),
             Op::Delete { key } => json!({"request_delete_range": {"key": self.enc(key)}}),
+            Op::DeletePrefix { prefix } => json!({"request_delete_range": {
+                "key": self.enc(prefix), "range_end": self.range_end(prefix)
+            }}),
         }
     }
 }

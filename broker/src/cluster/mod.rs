@@ -5,12 +5,18 @@
 //!
 //! It owns what lives in the store; it never touches partition logs.
 
+pub mod assignment;
 pub mod controller;
+pub mod elections;
 pub mod embedded;
 pub mod etcd;
 pub mod membership;
+pub mod metrics;
+pub mod publisher;
+pub mod reconciler;
 pub mod records;
 pub mod store;
+pub mod topics;
 pub mod view;
 
 #[cfg(test)]
@@ -24,6 +30,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use crate::log_manager::LogManager;
 use controller::Role;
 use membership::{Membership, RegisterError, SessionTimes};
 use records::{BrokerRegistration, ControllerRecord, CLUSTER_ID_KEY};
@@ -41,21 +48,25 @@ pub fn open_store(metadata: Option<&str>) -> Result<Arc<dyn ClusterStore>, Store
     }
 }
 
-/// The cluster id in the store; `proposed` becomes it if there is none.
+/// The cluster id in the store; `proposed` becomes it if there is none
+/// (then `founded` is true: this broker's data directory founds the
+/// cluster and its topics become the cluster's).
 pub async fn claim_cluster_id(
     store: &dyn ClusterStore,
     proposed: &str,
-) -> Result<String, StoreError> {
+) -> Result<(String, bool), StoreError> {
     let put = Op::put(CLUSTER_ID_KEY, proposed.as_bytes().to_vec());
-    store
+    let founded = store
         .txn(vec![Compare::Absent(CLUSTER_ID_KEY.to_string())], vec![put])
-        .await?;
+        .await?
+        .succeeded;
     let kv = store
         .get(CLUSTER_ID_KEY)
         .await?
         .ok_or_else(|| StoreError::Protocol("cluster id vanished".to_string()))?;
-    String::from_utf8(kv.value)
-        .map_err(|_| StoreError::Protocol("the stored cluster id is not UTF-8".to_string()))
+    let id = String::from_utf8(kv.value)
+        .map_err(|_| StoreError::Protocol("the stored cluster id is not UTF-8".to_string()))?;
+    Ok((id, founded))
 }
 
 /// This broker's membership in the cluster and its view of it.
@@ -64,7 +75,14 @@ pub struct Cluster {
     pub view: ClusterView,
     pub role: watch::Receiver<Role>,
     pub node_id: i32,
+    /// Brokers share an etcd store (false: a single broker, embedded store).
+    pub clustered: bool,
     membership: Membership,
+    /// Embedded store: the LogManager change count mirrored into it.
+    published: Option<watch::Receiver<Option<u64>>>,
+    /// Cluster: the store revision the data directory follows.
+    applied: Option<watch::Receiver<i64>>,
+    logs: Arc<LogManager>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -79,8 +97,11 @@ impl std::fmt::Debug for Cluster {
 impl Cluster {
     /// Registers this broker, starts the view and the election, and waits
     /// until the view shows this broker (so Metadata lists it).
+    #[allow(clippy::too_many_arguments)]
     pub async fn join(
         store: Arc<dyn ClusterStore>,
+        logs: Arc<LogManager>,
+        founded: bool,
         host: String,
         port: i32,
         rack: Option<String>,
@@ -88,6 +109,7 @@ impl Cluster {
         times: SessionTimes,
         shutdown: watch::Receiver<bool>,
     ) -> Result<Cluster, RegisterError> {
+        let shutdown_for_tasks = shutdown.clone();
         let incarnation = Uuid::new_v4();
         let me = BrokerRegistration {
             node_id,
@@ -119,13 +141,110 @@ impl Cluster {
             }),
         )
         .await;
-        Ok(Cluster {
+        elections::start(
+            store.clone(),
+            view.clone(),
+            role.clone(),
+            logs.broker_config().bool("unclean.leader.election.enable"),
+            shutdown_for_tasks.clone(),
+        );
+        let clustered = store.describe() != "embedded";
+        let (mut published, mut applied) = (None, None);
+        if clustered {
+            let mut min_revision = 0;
+            if founded {
+                // This data directory founded the cluster: its topics are
+                // the cluster's first.
+                min_revision =
+                    publisher::publish_all(store.as_ref(), &view, &logs, node_id, false).await?;
+            }
+            let rx = reconciler::start(
+                view.clone(),
+                logs.clone(),
+                node_id,
+                min_revision,
+                shutdown_for_tasks.clone(),
+            );
+            applied = Some(rx);
+        } else {
+            published = Some(publisher::start(
+                store.clone(),
+                view.clone(),
+                logs.clone(),
+                node_id,
+                shutdown_for_tasks.clone(),
+            ));
+        }
+        let cluster = Cluster {
             store,
             view,
             role,
             node_id,
+            clustered,
             membership,
-        })
+            published,
+            applied,
+            logs,
+        };
+        // Serve only once the store and the data directory agree (a data
+        // directory of 100,000 partitions takes seconds to publish).
+        cluster.topics_synced_within(Duration::from_secs(300)).await;
+        if let Some(rx) = &cluster.applied {
+            let target = cluster.view.snapshot().revision;
+            let mut rx = rx.clone();
+            let _ =
+                tokio::time::timeout(times.session_timeout, rx.wait_for(|r| *r >= target)).await;
+        }
+        Ok(cluster)
+    }
+
+    /// Waits (5 s at most) until the embedded store mirrors every topic
+    /// change the data directory has made so far. At once in a cluster.
+    pub async fn topics_synced(&self) {
+        self.topics_synced_within(Duration::from_secs(5)).await
+    }
+
+    async fn topics_synced_within(&self, limit: Duration) {
+        if let Some(rx) = &self.published {
+            let target = *self.logs.subscribe_changes().borrow();
+            let mut rx = rx.clone();
+            let _ =
+                tokio::time::timeout(limit, rx.wait_for(|v| v.is_some_and(|v| v >= target))).await;
+        }
+    }
+
+    /// Waits (5 s at most) until this broker's data directory follows the
+    /// store at `revision` (its view included).
+    pub async fn applied(&self, revision: i64) {
+        match &self.applied {
+            Some(rx) => {
+                let mut rx = rx.clone();
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(5), rx.wait_for(|r| *r >= revision))
+                        .await;
+            }
+            None => {
+                self.view
+                    .caught_up_to(revision, Duration::from_secs(5))
+                    .await;
+            }
+        }
+    }
+
+    /// A partition's leader in the store (-1: none), if it exists.
+    pub fn leader_of(&self, topic: &str, partition: i32) -> Option<i32> {
+        self.view
+            .snapshot()
+            .partition(topic, partition)
+            .map(|e| e.state.leader)
+    }
+
+    /// A partition's state in the store, if it exists.
+    pub fn partition(&self, topic: &str, partition: i32) -> Option<records::PartitionState> {
+        self.view
+            .snapshot()
+            .partition(topic, partition)
+            .map(|e| e.state.clone())
     }
 
     /// The controller's node id, if there is one now.

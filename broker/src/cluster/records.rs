@@ -15,8 +15,53 @@ pub const CONTROLLER_KEY: &str = "controller";
 /// Live brokers' registrations, one per node id, each on its lease.
 pub const BROKERS_PREFIX: &str = "brokers/";
 
+/// Topics: `topics/<name>`.
+pub const TOPICS_PREFIX: &str = "topics/";
+/// Partition state: `partitions/<topic>/<partition>`.
+pub const PARTITIONS_PREFIX: &str = "partitions/";
+
 pub fn broker_key(node_id: i32) -> String {
     format!("{BROKERS_PREFIX}{node_id}")
+}
+
+pub fn topic_key(name: &str) -> String {
+    format!("{TOPICS_PREFIX}{name}")
+}
+
+pub fn partition_key(topic: &str, partition: i32) -> String {
+    format!("{PARTITIONS_PREFIX}{topic}/{partition}")
+}
+
+/// `partitions/<topic>/<p>` → (topic, p).
+pub fn parse_partition_key(key: &str) -> Option<(&str, i32)> {
+    let rest = key.strip_prefix(PARTITIONS_PREFIX)?;
+    let (topic, p) = rest.rsplit_once('/')?;
+    Some((topic, p.parse().ok()?))
+}
+
+/// A topic as the cluster knows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicRecord {
+    pub id: Uuid,
+    pub partitions: i32,
+    /// Topic config overrides under Kafka's names.
+    #[serde(default)]
+    pub configs: std::collections::BTreeMap<String, String>,
+}
+
+/// One partition's replicas and leadership (Kafka's `PartitionRegistration`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionState {
+    /// Assigned replicas, preferred leader first.
+    pub replicas: Vec<i32>,
+    /// The leader's node id, -1 while there is none.
+    pub leader: i32,
+    /// Bumped at every leader change.
+    pub leader_epoch: i32,
+    /// In-sync replicas (the leader among them).
+    pub isr: Vec<i32>,
+    /// Bumped at every change of this record (Kafka's partition epoch).
+    pub partition_epoch: i32,
 }
 
 /// A live broker: what clients are told to connect to, and where it runs.

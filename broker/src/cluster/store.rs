@@ -59,6 +59,10 @@ pub enum Op {
     Delete {
         key: String,
     },
+    /// Deletes every key under a prefix.
+    DeletePrefix {
+        prefix: String,
+    },
 }
 
 impl Op {
@@ -78,6 +82,11 @@ impl Op {
     }
     pub fn delete(key: impl Into<String>) -> Op {
         Op::Delete { key: key.into() }
+    }
+    pub fn delete_prefix(prefix: impl Into<String>) -> Op {
+        Op::DeletePrefix {
+            prefix: prefix.into(),
+        }
     }
 }
 

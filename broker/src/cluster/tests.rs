@@ -139,6 +139,25 @@ async fn contract(s: Arc<dyn ClusterStore>) {
     let _ = next_events(&mut w).await;
     let gone = next_events(&mut w).await;
     assert!(matches!(&gone[..], [WatchEvent::Delete { key, .. }] if key == "a/short"));
+    // A prefix delete takes every key under it, in one revision.
+    s.txn(
+        vec![],
+        vec![
+            Op::put("p/t/0", vec![]),
+            Op::put("p/t/1", vec![]),
+            Op::put("p/u", vec![]),
+        ],
+    )
+    .await
+    .unwrap();
+    s.txn(vec![], vec![Op::delete_prefix("p/t/")])
+        .await
+        .unwrap();
+    let (left, _) = s.list("p/").await.unwrap();
+    assert_eq!(
+        left.iter().map(|kv| kv.key.as_str()).collect::<Vec<_>>(),
+        ["p/u"]
+    );
     // Putting on an expired lease is refused, not silently unleased.
     assert!(matches!(
         s.txn(vec![], vec![Op::put_leased("a/late", vec![], short)])
@@ -167,10 +186,18 @@ fn times() -> SessionTimes {
     }
 }
 
+fn data_dir() -> Arc<LogManager> {
+    let dir = tempfile::tempdir().unwrap().keep();
+    let config = Arc::new(crate::config::BrokerConfig::load(None, &[]).unwrap());
+    LogManager::open(&dir, config).unwrap()
+}
+
 async fn join(store: &Arc<dyn ClusterStore>, node_id: i32) -> (Cluster, watch::Sender<bool>) {
     let (tx, rx) = watch::channel(false);
     let c = Cluster::join(
         store.clone(),
+        data_dir(),
+        false,
         "127.0.0.1".into(),
         9000 + node_id,
         Some(format!("rack-{node_id}")),
@@ -263,7 +290,18 @@ async fn a_node_id_held_by_a_live_broker_is_refused() {
     let store: Arc<dyn ClusterStore> = EmbeddedStore::new();
     let (_a, _tx) = join(&store, 7).await;
     let (_tx2, rx2) = watch::channel(false);
-    let second = Cluster::join(store.clone(), "h".into(), 1, None, 7, times(), rx2).await;
+    let second = Cluster::join(
+        store.clone(),
+        data_dir(),
+        false,
+        "h".into(),
+        1,
+        None,
+        7,
+        times(),
+        rx2,
+    )
+    .await;
     assert!(matches!(second, Err(RegisterError::NodeIdTaken(7, _))));
 }
 
@@ -273,11 +311,11 @@ async fn cluster_id_is_claimed_once() {
     let s = etcd_store(&etcd, "ids").await;
     assert_eq!(
         claim_cluster_id(s.as_ref(), "first").await.unwrap(),
-        "first"
+        ("first".to_string(), true)
     );
     assert_eq!(
         claim_cluster_id(s.as_ref(), "second").await.unwrap(),
-        "first"
+        ("first".to_string(), false)
     );
 }
 

@@ -13,7 +13,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::records::{
-    decode, BrokerRegistration, ControllerRecord, BROKERS_PREFIX, CONTROLLER_KEY,
+    decode, parse_partition_key, BrokerRegistration, ControllerRecord, PartitionState, TopicRecord,
+    BROKERS_PREFIX, CONTROLLER_KEY, TOPICS_PREFIX,
 };
 use super::store::{ClusterStore, KeyValue, Revision, StoreError, WatchEvent};
 
@@ -31,19 +32,84 @@ pub struct ActiveController {
     pub epoch: i64,
 }
 
+/// A topic and the revision of its record (for compare-and-swap).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicEntry {
+    pub record: TopicRecord,
+    pub mod_revision: Revision,
+}
+
+/// A partition's state and the revision of its record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionEntry {
+    pub state: PartitionState,
+    pub mod_revision: Revision,
+}
+
 /// The cluster as of one store revision.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClusterSnapshot {
     pub revision: Revision,
     pub brokers: BTreeMap<i32, LiveBroker>,
     pub controller: Option<ActiveController>,
+    pub topics: BTreeMap<String, Arc<TopicEntry>>,
+    /// Per topic, its partitions' state (a topic's map is shared between
+    /// snapshots until one of its partitions changes).
+    pub partitions: BTreeMap<String, Arc<BTreeMap<i32, PartitionEntry>>>,
     /// False until the first list succeeded, and while the store is out
     /// of reach (the snapshot is then the last one seen).
     pub connected: bool,
 }
 
 impl ClusterSnapshot {
+    pub fn partition(&self, topic: &str, partition: i32) -> Option<&PartitionEntry> {
+        self.partitions.get(topic)?.get(&partition)
+    }
+
+    pub fn topic(&self, name: &str) -> Option<&TopicEntry> {
+        self.topics.get(name).map(|t| t.as_ref())
+    }
+
+    /// The topic with this id, if any.
+    pub fn topic_by_id(&self, id: uuid::Uuid) -> Option<(&str, &TopicEntry)> {
+        self.topics
+            .iter()
+            .find(|(_, t)| t.record.id == id)
+            .map(|(n, t)| (n.as_str(), t.as_ref()))
+    }
+
     fn apply_put(&mut self, kv: &KeyValue) {
+        if let Some(name) = kv.key.strip_prefix(TOPICS_PREFIX) {
+            match decode::<TopicRecord>(&kv.key, &kv.value) {
+                Ok(record) => {
+                    self.topics.insert(
+                        name.to_string(),
+                        Arc::new(TopicEntry {
+                            record,
+                            mod_revision: kv.mod_revision,
+                        }),
+                    );
+                }
+                Err(e) => tracing::warn!(error = %e, "ignored"),
+            }
+            return;
+        }
+        if let Some((topic, p)) = parse_partition_key(&kv.key) {
+            match decode::<PartitionState>(&kv.key, &kv.value) {
+                Ok(state) => {
+                    let map = self.partitions.entry(topic.to_string()).or_default();
+                    Arc::make_mut(map).insert(
+                        p,
+                        PartitionEntry {
+                            state,
+                            mod_revision: kv.mod_revision,
+                        },
+                    );
+                }
+                Err(e) => tracing::warn!(error = %e, "ignored"),
+            }
+            return;
+        }
         if let Some(id) = kv.key.strip_prefix(BROKERS_PREFIX) {
             match decode::<BrokerRegistration>(&kv.key, &kv.value) {
                 Ok(r) if id.parse() == Ok(r.node_id) => {
@@ -74,7 +140,16 @@ impl ClusterSnapshot {
     }
 
     fn apply_delete(&mut self, key: &str) {
-        if let Some(id) = key.strip_prefix(BROKERS_PREFIX) {
+        if let Some(name) = key.strip_prefix(TOPICS_PREFIX) {
+            self.topics.remove(name);
+        } else if let Some((topic, p)) = parse_partition_key(key) {
+            if let Some(map) = self.partitions.get_mut(topic) {
+                Arc::make_mut(map).remove(&p);
+                if map.is_empty() {
+                    self.partitions.remove(topic);
+                }
+            }
+        } else if let Some(id) = key.strip_prefix(BROKERS_PREFIX) {
             if let Ok(id) = id.parse::<i32>() {
                 self.brokers.remove(&id);
             }

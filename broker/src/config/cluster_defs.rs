@@ -27,6 +27,13 @@ pub const CLUSTER_BROKER_CONFIGS: &[ConfigDef] = &[
         "How long after its last heartbeat a broker counts as gone (the lifetime of its lease in the metadata store).",
     ),
     broker(
+        "unclean.leader.election.enable",
+        ConfigType::Boolean,
+        "false",
+        Validator::Bool,
+        "Let a live replica outside the ISR become leader when no in-sync replica is alive (it may lack acknowledged records: availability over durability).",
+    ),
+    broker(
         "broker.heartbeat.interval.ms",
         ConfigType::Int,
         "2000",

@@ -161,18 +161,16 @@ pub struct PartitionLog {
     pub(super) tiered_part: std::sync::RwLock<Option<Arc<super::tiered_part::TieredPart>>>,
     /// What the cleaner did to this log.
     pub cleaner_stats: super::cleaner_stats::CleanerStats,
+    /// The leader epoch appends are stamped with (`epochs.rs`).
+    pub(super) leader_epoch: std::sync::atomic::AtomicI32,
+    /// Where each leader epoch began (`leader-epoch-checkpoint`).
+    pub(super) epochs: Mutex<super::leader_epoch::LeaderEpochCache>,
 }
 
 /// Directory name of a partition: `<topic>-<partition>`, as Kafka names it.
 pub fn partition_dir_name(topic: &str, partition: i32) -> String {
     format!("{topic}-{partition}")
 }
-
-/// The partition leader epoch stamped on every appended batch and reported
-/// by Metadata: a single broker leads every partition from its creation,
-/// so the epoch never moves from 0. (The replicated cluster will bump it on
-/// each leader change, as Kafka does.)
-pub const LEADER_EPOCH: i32 = 0;
 
 pub(super) fn settings(c: &TopicConfig) -> SegmentSettings {
     SegmentSettings {
@@ -196,6 +194,7 @@ impl PartitionLog {
         fsync_dir(data_dir)?;
         let mut segments = BTreeMap::new();
         segments.insert(0, seg);
+        let epochs = super::leader_epoch::open_for_log(&dir, 0, 0);
         Ok(Self::from_parts(
             topic,
             partition,
@@ -205,6 +204,7 @@ impl PartitionLog {
             0,
             0,
             ProducerStateManager::default(),
+            epochs,
         ))
     }
 
@@ -370,11 +370,13 @@ impl PartitionLog {
             .unwrap_or(0);
         let log_start = log_start_checkpoint.unwrap_or(first).clamp(first, leo);
         let producers = super::producer_state::rebuild_producer_state(&dir, &mut segments, leo)?;
+        let epochs = super::leader_epoch::open_for_log(&dir, log_start, leo);
         Ok(Self::from_parts(
-            topic, partition, dir, config, segments, log_start, leo, producers,
+            topic, partition, dir, config, segments, log_start, leo, producers, epochs,
         ))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn from_parts(
         topic: &str,
         partition: i32,
@@ -384,8 +386,10 @@ impl PartitionLog {
         log_start_offset: i64,
         high_watermark: i64,
         producers: ProducerStateManager,
+        epochs: super::leader_epoch::LeaderEpochCache,
     ) -> Arc<Self> {
         let (hw, _) = watch::channel(high_watermark);
+        let leader_epoch = epochs.latest_epoch().unwrap_or(0);
         Arc::new(PartitionLog {
             topic: topic.to_string(),
             partition,
@@ -405,6 +409,8 @@ impl PartitionLog {
             cleaning: AtomicBool::new(false),
             tiered_part: std::sync::RwLock::new(None),
             cleaner_stats: Default::default(),
+            leader_epoch: leader_epoch.into(),
+            epochs: Mutex::new(epochs),
         })
     }
 
@@ -551,10 +557,10 @@ impl PartitionLog {
             scratch.clear();
             scratch.extend_from_slice(&records[pos..pos + h.size]);
             batch::set_base_offset(&mut scratch, next);
-            batch::set_partition_leader_epoch(&mut scratch, LEADER_EPOCH);
+            let epoch = self.stamp_epoch(&mut scratch, next);
             let mut stored = *h;
             stored.base_offset = next;
-            stored.partition_leader_epoch = LEADER_EPOCH;
+            stored.partition_leader_epoch = epoch;
             if append_time {
                 batch::set_log_append_time(&mut scratch, now);
                 stored.max_timestamp = now;

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::batch::{self, BatchHeader};
 use super::control::{encode_marker, Marker};
-use super::partition_log::{AppendInfo, LogError, PartitionLog, LEADER_EPOCH};
+use super::partition_log::{AppendInfo, LogError, PartitionLog};
 use super::txn_index::AbortedTxn;
 use crate::clock::now_ms;
 
@@ -42,9 +42,9 @@ impl PartitionLog {
             self.roll_locked(&mut inner, &cfg)?;
         }
         batch::set_base_offset(&mut bytes, offset);
-        batch::set_partition_leader_epoch(&mut bytes, LEADER_EPOCH);
+        let epoch = self.stamp_epoch(&mut bytes, offset);
         header.base_offset = offset;
-        header.partition_leader_epoch = LEADER_EPOCH;
+        header.partition_leader_epoch = epoch;
         inner.active_mut().append(&bytes, &header, now)?;
         if let Some(done) = inner.producers.complete_txn(&header, marker) {
             if done.aborted {

@@ -307,6 +307,9 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
     // ordered and waiting phases differ from every other API's).
     match api {
         ApiKey::ListOffsets => route!(ListOffsetsRequest, handlers::list_offsets::handle),
+        ApiKey::OffsetForLeaderEpoch => {
+            route!(OffsetForLeaderEpochRequest, handlers::leader_epoch::handle)
+        }
         ApiKey::Metadata => route!(MetadataRequest, handlers::metadata::handle),
         ApiKey::ApiVersions => {
             let _r: ApiVersionsRequest = req.decode()?;

@@ -6,6 +6,7 @@ pub mod connection;
 pub mod dispatch;
 pub mod handlers;
 pub mod legacy;
+pub mod topic_admin;
 pub mod versions;
 
 #[cfg(test)]
@@ -14,6 +15,7 @@ mod tests;
 use std::sync::Arc;
 
 use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -69,6 +71,43 @@ impl Broker {
             brokers.sort_by_key(|r| r.node_id);
         }
         brokers
+    }
+    /// Why this broker must not serve `topic`-`partition` as its leader:
+    /// the cluster store names another leader, or none. None when it is
+    /// the leader, or the store does not know the partition (internal
+    /// topics stay local until issue 18's step 4).
+    pub fn not_leader(&self, topic: &str, partition: i32) -> Option<ResponseError> {
+        match self.cluster.leader_of(topic, partition) {
+            Some(leader) if leader != self.node_id => Some(ResponseError::NotLeaderOrFollower),
+            _ => None,
+        }
+    }
+    /// A topic's config overrides as the cluster knows them (a single
+    /// broker: its data directory's; a cluster: the store's, also for
+    /// topics this broker hosts no replica of).
+    pub fn topic_overrides(
+        &self,
+        topic: &str,
+    ) -> Option<std::collections::BTreeMap<String, String>> {
+        if self.cluster.clustered {
+            if let Some(t) = self.cluster.view.snapshot().topic(topic) {
+                return Some(t.record.configs.clone());
+            }
+        }
+        self.logs.topic(topic).map(|t| t.overrides())
+    }
+    /// The broker that coordinates groups and transactions: this one when
+    /// it runs alone; in a cluster, for now, the controller (issue 18,
+    /// step 4 moves them to the leaders of their internal partitions).
+    pub fn coordinator(&self) -> Option<BrokerRegistration> {
+        if !self.cluster.clustered {
+            return self
+                .live_brokers()
+                .into_iter()
+                .find(|r| r.node_id == self.node_id);
+        }
+        let id = self.cluster.controller_id()?;
+        self.live_brokers().into_iter().find(|r| r.node_id == id)
     }
     /// The controller's node id, -1 while there is none.
     pub fn controller_id(&self) -> i32 {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Encodable, HeaderVersion, StrBytes};
+use kafka_protocol::ResponseError;
 
 use super::dispatch::encode_response;
 use super::handlers::{self, s};
@@ -42,6 +43,29 @@ async fn broker(dir: &std::path::Path) -> Broker {
         &config,
     )
     .unwrap();
+    let cluster = Arc::new(
+        crate::cluster::Cluster::join(
+            crate::cluster::open_store(None).unwrap(),
+            logs.clone(),
+            false,
+            "127.0.0.1".into(),
+            9092,
+            None,
+            0,
+            crate::cluster::membership::SessionTimes {
+                session_timeout: std::time::Duration::from_secs(9),
+                heartbeat_interval: std::time::Duration::from_secs(2),
+            },
+            {
+                // Never shut down during the test.
+                let (tx, rx) = tokio::sync::watch::channel(false);
+                std::mem::forget(tx);
+                rx
+            },
+        )
+        .await
+        .unwrap(),
+    );
     Broker {
         producer_ids,
         txns,
@@ -54,27 +78,7 @@ async fn broker(dir: &std::path::Path) -> Broker {
         advertised_host: "127.0.0.1".into(),
         advertised_port: 9092,
         max_request_bytes: 1 << 20,
-        cluster: Arc::new(
-            crate::cluster::Cluster::join(
-                crate::cluster::open_store(None).unwrap(),
-                "127.0.0.1".into(),
-                9092,
-                None,
-                0,
-                crate::cluster::membership::SessionTimes {
-                    session_timeout: std::time::Duration::from_secs(9),
-                    heartbeat_interval: std::time::Duration::from_secs(2),
-                },
-                {
-                    // Never shut down during the test.
-                    let (tx, rx) = tokio::sync::watch::channel(false);
-                    std::mem::forget(tx);
-                    rx
-                },
-            )
-            .await
-            .unwrap(),
-        ),
+        cluster,
     }
 }
 
@@ -108,6 +112,28 @@ async fn every_response_encodes_at_every_advertised_version() {
         let r = handlers::metadata::handle(req, v, &b).await;
         assert_eq!(r.topics[0].partitions.len(), 2);
         check(ApiKey::Metadata, v, &r);
+    }
+    for v in versions(ApiKey::OffsetForLeaderEpoch) {
+        let mut req = OffsetForLeaderEpochRequest::default();
+        let mut t = offset_for_leader_epoch_request::OffsetForLeaderTopic::default();
+        t.topic = topic.clone();
+        let mut p = offset_for_leader_epoch_request::OffsetForLeaderPartition::default();
+        p.partition = 0;
+        p.current_leader_epoch = -1;
+        p.leader_epoch = 0;
+        let mut fenced = p.clone();
+        fenced.partition = 1;
+        fenced.current_leader_epoch = 5;
+        t.partitions = vec![p, fenced];
+        req.topics = vec![t];
+        let r = handlers::leader_epoch::handle(req, v, &b).await;
+        let parts = &r.topics[0].partitions;
+        assert_eq!((parts[0].error_code, parts[0].leader_epoch), (0, 0));
+        assert_eq!(
+            parts[1].error_code,
+            ResponseError::UnknownLeaderEpoch.code()
+        );
+        check(ApiKey::OffsetForLeaderEpoch, v, &r);
     }
     for v in versions(ApiKey::Produce) {
         let mut req = ProduceRequest::default();

@@ -39,6 +39,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListTransactions, 0, 1),
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::WriteTxnMarkers, 0, 1),
+    (ApiKey::OffsetForLeaderEpoch, 0, 4),
 ];
 
 pub fn range(api: ApiKey) -> Option<(i16, i16)> {

@@ -14,10 +14,14 @@ use std::time::Duration;
 
 use super::coordinator::{AbortCause, TransactionCoordinator};
 use super::records::TxnState;
+
+/// The coordinator epoch markers carry: Kafka's is the leader epoch of the
+/// coordinator's `__transaction_state` partition, which stays 0 while
+/// coordinators do not move between brokers (issue 18, step 4).
+const COORDINATOR_EPOCH: i32 = 0;
 use crate::clock::now_ms;
 use crate::group::OFFSETS_TOPIC;
 use crate::log::control::{Marker, MarkerType};
-use crate::log::partition_log::LEADER_EPOCH;
 use crate::log::{LogError, PartitionLog};
 
 const RETRY_BACKOFF: Duration = Duration::from_millis(200);
@@ -108,7 +112,7 @@ impl TransactionCoordinator {
             } else {
                 MarkerType::Abort
             },
-            coordinator_epoch: LEADER_EPOCH,
+            coordinator_epoch: COORDINATOR_EPOCH,
         };
         let mut waits = Vec::with_capacity(partitions.len());
         for (topic, partition) in partitions {

@@ -66,7 +66,15 @@ pub async fn find_coordinator(
     b: &Broker,
 ) -> FindCoordinatorResponse {
     let mut r = FindCoordinatorResponse::default();
+    // A single broker coordinates everything; in a cluster, until the
+    // coordinators follow their internal partitions' leaders (issue 18,
+    // step 4), the controller does.
+    let coordinator = b.coordinator();
     let (error, why) = match req.key_type {
+        0 | 1 if coordinator.is_none() => (
+            ResponseError::CoordinatorNotAvailable.code(),
+            "no controller is elected yet",
+        ),
         0 | 1 => (0, ""),
         // v6 (KIP-932): as Kafka 3.9 with share groups off.
         2 => (
@@ -86,10 +94,10 @@ pub async fn find_coordinator(
                 let mut c = Coordinator::default();
                 c.key = key;
                 c.error_code = error;
-                if error == 0 {
-                    c.node_id = BrokerId(b.node_id);
-                    c.host = b.host();
-                    c.port = b.advertised_port;
+                if let (0, Some(node)) = (error, &coordinator) {
+                    c.node_id = BrokerId(node.node_id);
+                    c.host = s(node.host.clone());
+                    c.port = node.port;
                 } else {
                     c.node_id = BrokerId(-1);
                     c.port = -1;
@@ -100,10 +108,10 @@ pub async fn find_coordinator(
             .collect();
     } else {
         r.error_code = error;
-        if error == 0 {
-            r.node_id = BrokerId(b.node_id);
-            r.host = b.host();
-            r.port = b.advertised_port;
+        if let (0, Some(node)) = (error, &coordinator) {
+            r.node_id = BrokerId(node.node_id);
+            r.host = s(node.host.clone());
+            r.port = node.port;
         } else {
             r.node_id = BrokerId(-1);
             r.port = -1;

@@ -12,12 +12,11 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
+use super::s;
 use super::topics::error_code;
-use super::{blocking, s};
 use crate::config::{
     self, ConfigDef, ConfigSource, ConfigType, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS,
 };
-use crate::log_manager::TopicError;
 use crate::server::Broker;
 
 const RESOURCE_TOPIC: i8 = 2;
@@ -65,7 +64,7 @@ pub async fn describe_configs(
             c
         };
         match res.resource_type {
-            RESOURCE_TOPIC => match b.logs.topic(&res.resource_name) {
+            RESOURCE_TOPIC => match b.topic_overrides(&res.resource_name) {
                 None => {
                     out.error_code = ResponseError::UnknownTopicOrPartition.code();
                     out.error_message = Some(s(format!(
@@ -73,8 +72,7 @@ pub async fn describe_configs(
                         res.resource_name.as_str()
                     )));
                 }
-                Some(topic) => {
-                    let overrides = topic.overrides();
+                Some(overrides) => {
                     for d in TOPIC_CONFIGS.iter().filter(|d| keep(d)) {
                         let (value, source) = config::effective(&b.config, &overrides, d.name);
                         let synonyms = topic_synonyms(d, &overrides, b);
@@ -194,11 +192,8 @@ async fn apply(
     overrides: BTreeMap<String, String>,
     validate_only: bool,
 ) -> Result<(), (ResponseError, String)> {
-    let logs = b.logs.clone();
-    let name = topic.clone();
-    blocking(move || logs.set_topic_overrides(&name, overrides, validate_only))
+    crate::server::topic_admin::set_topic_configs(b, &topic, overrides, validate_only)
         .await
-        .unwrap_or_else(|| Err(TopicError::Interrupted))
         .map_err(|e| (error_code(&e), e.to_string()))?;
     // A new hot window or retention applies at the tiering manager's next
     // round; run it now rather than at the next interval.
@@ -225,13 +220,13 @@ async fn alter_resource(
 ) -> Result<(), (ResponseError, String)> {
     match resource_type {
         RESOURCE_TOPIC => {
-            let Some(topic) = b.logs.topic(resource_name) else {
+            let Some(current) = b.topic_overrides(resource_name) else {
                 return Err((
                     ResponseError::UnknownTopicOrPartition,
                     format!("Topic {resource_name} does not exist"),
                 ));
             };
-            let overrides = compute(topic.overrides())?;
+            let overrides = compute(current)?;
             apply(b, resource_name.to_string(), overrides, validate_only).await
         }
         RESOURCE_BROKER => {

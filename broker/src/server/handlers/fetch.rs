@@ -97,11 +97,24 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
         };
         names.push((t.topic, id));
         for p in t.partitions {
+            // Only the leader serves fetches (followers will, KIP-392).
+            let log = topic.as_ref().and_then(|t| t.partition(p.partition));
+            // A stale or future current leader epoch (KIP-320, v9+).
+            let refused = topic
+                .as_ref()
+                .and_then(|t| b.not_leader(&t.name, p.partition))
+                .or_else(|| {
+                    let l = log.as_ref()?;
+                    super::leader_epoch::check_current_epoch(l, p.current_leader_epoch).err()
+                });
             targets.push(Target {
                 topic: ti,
                 partition: p.partition,
-                missing,
-                log: topic.as_ref().and_then(|t| t.partition(p.partition)),
+                missing: refused.unwrap_or(missing),
+                log: match refused {
+                    Some(_) => None,
+                    None => log,
+                },
                 handle: topic.clone(),
                 fetch_offset: p.fetch_offset,
                 max_bytes: p.partition_max_bytes.max(0) as usize,

@@ -45,11 +45,29 @@ pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOf
             pr.offset = -1;
             // Leader epochs exist from v4; earlier versions must keep the default.
             pr.leader_epoch = if version >= 4 { 0 } else { -1 };
-            match topic.as_ref().and_then(|t| t.partition(p.partition_index)) {
+            if let Some(code) = b.not_leader(&out.name.0, p.partition_index) {
+                pr.error_code = code.code();
+                out.partitions.push(pr);
+                continue;
+            }
+            let log = topic.as_ref().and_then(|t| t.partition(p.partition_index));
+            // A stale or future current leader epoch (KIP-320, v4+).
+            if let Some(Err(code)) = log
+                .as_ref()
+                .map(|l| super::leader_epoch::check_current_epoch(l, p.current_leader_epoch))
+            {
+                pr.error_code = code.code();
+                out.partitions.push(pr);
+                continue;
+            }
+            match log {
                 None => {
                     pr.error_code = ResponseError::UnknownTopicOrPartition.code();
                 }
                 Some(log) => {
+                    if version >= 4 {
+                        pr.leader_epoch = log.leader_epoch();
+                    }
                     let rp = match (&b.remote, &topic) {
                         (Some(r), Some(t)) if log.remote_log_start_offset().is_some() => r
                             .partition(t, p.partition_index)

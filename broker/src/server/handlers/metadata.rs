@@ -2,7 +2,6 @@
 //! requested topics when `auto.create.topics.enable` is on.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -11,9 +10,11 @@ use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 use uuid::Uuid;
 
-use super::{blocking, s, NO_AUTHORIZED_OPERATIONS};
-use crate::log_manager::{validate_topic_name, Topic, TopicError};
-use crate::server::Broker;
+use super::{s, NO_AUTHORIZED_OPERATIONS};
+use crate::cluster::records::TopicRecord;
+use crate::cluster::view::ClusterSnapshot;
+use crate::log_manager::{validate_topic_name, TopicError};
+use crate::server::{topic_admin, Broker};
 
 pub async fn handle(req: MetadataRequest, version: i16, b: &Broker) -> MetadataResponse {
     let mut r = MetadataResponse::default();
@@ -41,7 +42,12 @@ pub async fn handle(req: MetadataRequest, version: i16, b: &Broker) -> MetadataR
         Some(t) => Some(t),
     };
     let Some(requested) = requested else {
-        r.topics = b.logs.topics().iter().map(|t| describe(t, b)).collect();
+        let snap = b.cluster.view.snapshot();
+        r.topics = snap
+            .topics
+            .iter()
+            .map(|(name, t)| describe(name, &t.record, &snap))
+            .collect();
         return r;
     };
     let auto_create = b.config.bool("auto.create.topics.enable")
@@ -49,17 +55,17 @@ pub async fn handle(req: MetadataRequest, version: i16, b: &Broker) -> MetadataR
     for t in requested {
         let name = match (&t.name, t.topic_id) {
             (Some(n), _) => n.0.to_string(),
-            (None, id) if id != Uuid::nil() => match b.logs.topic_by_id(id) {
-                Some(topic) => {
-                    r.topics.push(describe(&topic, b));
-                    continue;
+            (None, id) if id != Uuid::nil() => {
+                let snap = b.cluster.view.snapshot();
+                match snap.topic_by_id(id) {
+                    Some((name, topic)) => r.topics.push(describe(name, &topic.record, &snap)),
+                    None => {
+                        r.topics
+                            .push(error_topic(None, id, ResponseError::UnknownTopicId.code()))
+                    }
                 }
-                None => {
-                    r.topics
-                        .push(error_topic(None, id, ResponseError::UnknownTopicId.code()));
-                    continue;
-                }
-            },
+                continue;
+            }
             _ => {
                 r.topics.push(error_topic(
                     None,
@@ -69,8 +75,9 @@ pub async fn handle(req: MetadataRequest, version: i16, b: &Broker) -> MetadataR
                 continue;
             }
         };
-        if let Some(topic) = b.logs.topic(&name) {
-            r.topics.push(describe(&topic, b));
+        let snap = b.cluster.view.snapshot();
+        if let Some(topic) = snap.topic(&name) {
+            r.topics.push(describe(&name, &topic.record, &snap));
             continue;
         }
         if validate_topic_name(&name).is_err() {
@@ -89,33 +96,29 @@ pub async fn handle(req: MetadataRequest, version: i16, b: &Broker) -> MetadataR
             ));
             continue;
         }
-        let logs = b.logs.clone();
-        let n = name.clone();
-        let created = blocking(move || logs.create_topic(&n, -1, -1, BTreeMap::new(), false)).await;
-        match created {
-            Some(Ok(topic)) => r.topics.push(describe(&topic, b)),
-            // Another request created it first.
-            Some(Err(TopicError::AlreadyExists(_))) => match b.logs.topic(&name) {
-                Some(topic) => r.topics.push(describe(&topic, b)),
-                None => r.topics.push(error_topic(
+        let created =
+            topic_admin::create_topic(b, &name, -1, -1, None, BTreeMap::new(), false).await;
+        let snap = b.cluster.view.snapshot();
+        match (created, snap.topic(&name)) {
+            (Ok(_), Some(topic)) | (Err(TopicError::AlreadyExists(_)), Some(topic)) => {
+                r.topics.push(describe(&name, &topic.record, &snap))
+            }
+            // Created, but not visible here yet: the client asks again.
+            (Ok(_), None) | (Err(TopicError::AlreadyExists(_)), None) => {
+                r.topics.push(error_topic(
                     Some(name),
                     Uuid::nil(),
                     ResponseError::LeaderNotAvailable.code(),
-                )),
-            },
-            Some(Err(e)) => {
+                ))
+            }
+            (Err(e), _) => {
                 tracing::warn!(topic = %name, error = %e, "auto-create failed");
                 r.topics.push(error_topic(
                     Some(name),
                     Uuid::nil(),
-                    ResponseError::UnknownServerError.code(),
+                    crate::server::handlers::topics::error_code(&e).code(),
                 ));
             }
-            None => r.topics.push(error_topic(
-                Some(name),
-                Uuid::nil(),
-                ResponseError::UnknownServerError.code(),
-            )),
         }
     }
     r
@@ -130,17 +133,38 @@ fn error_topic(name: Option<String>, id: Uuid, code: i16) -> MetadataResponseTop
     t
 }
 
-fn describe(topic: &Arc<Topic>, b: &Broker) -> MetadataResponseTopic {
-    let mut t = error_topic(Some(topic.name.clone()), topic.id, 0);
-    t.is_internal = crate::topic_name::is_coordinator_topic(&topic.name);
-    t.partitions = (0..topic.partition_count() as i32)
+/// A topic as the cluster store knows it: each partition's leader, leader
+/// epoch, replicas, in-sync replicas and replicas on brokers not alive.
+fn describe(name: &str, topic: &TopicRecord, snap: &ClusterSnapshot) -> MetadataResponseTopic {
+    let mut t = error_topic(Some(name.to_string()), topic.id, 0);
+    t.is_internal = crate::topic_name::is_coordinator_topic(name);
+    t.partitions = (0..topic.partitions)
         .map(|p| {
             let mut mp = MetadataResponsePartition::default();
             mp.partition_index = p;
-            mp.leader_id = BrokerId(b.node_id);
-            mp.leader_epoch = crate::log::partition_log::LEADER_EPOCH;
-            mp.replica_nodes = vec![BrokerId(b.node_id)];
-            mp.isr_nodes = vec![BrokerId(b.node_id)];
+            match snap.partition(name, p) {
+                Some(e) => {
+                    let st = &e.state;
+                    mp.leader_id = BrokerId(st.leader);
+                    mp.leader_epoch = st.leader_epoch;
+                    mp.replica_nodes = st.replicas.iter().map(|&id| BrokerId(id)).collect();
+                    mp.isr_nodes = st.isr.iter().map(|&id| BrokerId(id)).collect();
+                    mp.offline_replicas = st
+                        .replicas
+                        .iter()
+                        .filter(|id| !snap.brokers.contains_key(id))
+                        .map(|&id| BrokerId(id))
+                        .collect();
+                    if st.leader < 0 {
+                        mp.error_code = ResponseError::LeaderNotAvailable.code();
+                    }
+                }
+                None => {
+                    mp.leader_id = BrokerId(-1);
+                    mp.leader_epoch = -1;
+                    mp.error_code = ResponseError::LeaderNotAvailable.code();
+                }
+            }
             mp
         })
         .collect();

@@ -173,6 +173,19 @@ pub fn append(req: ProduceRequest, version: i16, b: &Broker) -> PendingProduce {
                     ),
                     wait_for: None,
                 }
+            } else if let Some(code) = b.not_leader(&name, pd.index) {
+                Appended {
+                    response: error(
+                        pd.index,
+                        code,
+                        format!(
+                            "Broker {} is not the leader of {name}-{}",
+                            b.node_id, pd.index
+                        ),
+                        version,
+                    ),
+                    wait_for: None,
+                }
             } else {
                 match topic.as_ref().and_then(|t| t.partition(pd.index)) {
                     Some(_) if crate::topic_name::is_coordinator_topic(&name) => Appended {

@@ -12,10 +12,10 @@ use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 use uuid::Uuid;
 
-use super::{blocking, s};
+use super::s;
 use crate::config::{self, TOPIC_CONFIGS};
 use crate::log_manager::TopicError;
-use crate::server::Broker;
+use crate::server::{topic_admin, Broker};
 
 pub fn error_code(e: &TopicError) -> ResponseError {
     match e {
@@ -26,15 +26,12 @@ pub fn error_code(e: &TopicError) -> ResponseError {
         TopicError::InvalidReplicationFactor(_) => ResponseError::InvalidReplicationFactor,
         TopicError::InvalidConfig(_) => ResponseError::InvalidConfig,
         TopicError::DeletionDisabled => ResponseError::TopicDeletionDisabled,
+        TopicError::Unavailable(_) => ResponseError::RequestTimedOut,
         TopicError::Io(_)
         | TopicError::Log(_)
         | TopicError::Encode(_)
         | TopicError::Interrupted => ResponseError::KafkaStorageError,
     }
-}
-
-fn internal() -> TopicError {
-    TopicError::Interrupted
 }
 
 pub async fn create_topics(
@@ -63,8 +60,8 @@ pub async fn create_topics(
             ))
         } else {
             let configs = super::values_set(t.configs.iter().map(|c| (&c.name, c.value.as_ref())));
-            let (partitions, rf) = match check_assignments(&t, b.node_id) {
-                Ok(p) => p,
+            let assignment = match check_assignments(&t, b) {
+                Ok(a) => a,
                 Err(m) => {
                     push(
                         &mut r,
@@ -75,33 +72,27 @@ pub async fn create_topics(
                     continue;
                 }
             };
-            let logs = b.logs.clone();
-            let validate_only = req.validate_only;
-            let n = name.clone();
-            let created =
-                blocking(move || logs.create_topic(&n, partitions, rf, configs, validate_only))
-                    .await
-                    .unwrap_or_else(|| Err(internal()));
+            let created = topic_admin::create_topic(
+                b,
+                &name,
+                t.num_partitions,
+                t.replication_factor as i32,
+                assignment,
+                configs,
+                req.validate_only,
+            )
+            .await;
             match created {
                 Ok(topic) => {
-                    res.topic_id = if validate_only { Uuid::nil() } else { topic.id };
-                    res.num_partitions = if validate_only {
-                        if partitions == -1 {
-                            b.config.i32("num.partitions")
-                        } else {
-                            partitions
-                        }
-                    } else {
-                        topic.partition_count() as i32
-                    };
-                    res.replication_factor = 1;
-                    let overrides = topic.overrides();
+                    res.topic_id = topic.id;
+                    res.num_partitions = topic.partitions;
+                    res.replication_factor = topic.replication_factor as i16;
                     res.configs = Some(
                         TOPIC_CONFIGS
                             .iter()
                             .map(|d| {
                                 let (value, source) =
-                                    config::effective(&b.config, &overrides, d.name);
+                                    config::effective(&b.config, &topic.overrides, d.name);
                                 let mut c = CreatableTopicConfigs::default();
                                 c.name = s(d.name);
                                 c.value = Some(s(value));
@@ -139,33 +130,33 @@ fn push(
     r.topics.push(res);
 }
 
-/// Manual replica assignments must put every partition on this broker and
-/// come with partitions/replication factor of -1, as Kafka requires.
+/// Manual replica assignments come with partitions/replication factor of
+/// -1, as Kafka requires, cover partitions 0..n-1 and name live brokers.
 fn check_assignments(
     t: &kafka_protocol::messages::create_topics_request::CreatableTopic,
-    node: i32,
-) -> Result<(i32, i16), String> {
+    b: &Broker,
+) -> Result<Option<Vec<Vec<i32>>>, String> {
     if t.assignments.is_empty() {
-        return Ok((t.num_partitions, t.replication_factor));
+        return Ok(None);
     }
     if t.num_partitions != -1 || t.replication_factor != -1 {
         return Err("Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.".into());
     }
-    let mut indexes: Vec<i32> = t.assignments.iter().map(|a| a.partition_index).collect();
-    indexes.sort_unstable();
-    if indexes.iter().enumerate().any(|(i, p)| *p != i as i32) {
+    let mut sorted: Vec<_> = t.assignments.iter().collect();
+    sorted.sort_by_key(|a| a.partition_index);
+    if sorted
+        .iter()
+        .enumerate()
+        .any(|(i, a)| a.partition_index != i as i32)
+    {
         return Err("Partitions in the replica assignment must be 0..n-1 with no gaps".into());
     }
-    for a in &t.assignments {
-        if a.broker_ids.len() != 1 || a.broker_ids[0].0 != node {
-            return Err(format!(
-                "Partition {} is assigned to brokers {:?}; this cluster has only broker {node}",
-                a.partition_index,
-                a.broker_ids.iter().map(|b| b.0).collect::<Vec<_>>()
-            ));
-        }
-    }
-    Ok((t.assignments.len() as i32, 1))
+    let assignment: Vec<Vec<i32>> = sorted
+        .iter()
+        .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
+        .collect();
+    topic_admin::check_assignment(b, &assignment)?;
+    Ok(Some(assignment))
 }
 
 pub async fn delete_topics(
@@ -191,10 +182,10 @@ pub async fn delete_topics(
         res.name = name.clone().map(|n| TopicName(s(n)));
         let resolved = match (name, id) {
             (Some(n), _) => Ok(n),
-            (None, id) if id != Uuid::nil() => match b.logs.topic_by_id(id) {
-                Some(t) => {
-                    res.name = Some(TopicName(s(t.name.clone())));
-                    Ok(t.name.clone())
+            (None, id) if id != Uuid::nil() => match b.cluster.view.snapshot().topic_by_id(id) {
+                Some((n, _)) => {
+                    res.name = Some(TopicName(s(n)));
+                    Ok(n.to_string())
                 }
                 None => Err((
                     ResponseError::UnknownTopicId,
@@ -211,25 +202,15 @@ pub async fn delete_topics(
                 ResponseError::InvalidRequest,
                 format!("Cannot delete internal topic {n}"),
             )),
-            Ok(n) => {
-                let logs = b.logs.clone();
-                match blocking(move || logs.delete_topic(&n))
-                    .await
-                    .unwrap_or_else(|| Err(internal()))
-                {
-                    Ok(t) => {
-                        b.groups.remove_topic(&t.name);
-                        if let Some(r) = &b.remote {
-                            r.topic_deleted(t.name.clone(), t.id.to_string());
-                        }
-                        if version >= 6 {
-                            res.topic_id = t.id;
-                        }
-                        Ok(())
+            Ok(n) => match topic_admin::delete_topic(b, &n).await {
+                Ok(id) => {
+                    if version >= 6 {
+                        res.topic_id = id;
                     }
-                    Err(e) => Err((error_code(&e), e.to_string())),
+                    Ok(())
                 }
-            }
+                Err(e) => Err((error_code(&e), e.to_string())),
+            },
             Err(e) => Err(e),
         };
         if let Err((code, message)) = outcome {
@@ -253,24 +234,19 @@ pub async fn create_partitions(
         let mut res = CreatePartitionsTopicResult::default();
         res.name = t.name.clone();
         let name = t.name.0.to_string();
-        let bad_assignment = t.assignments.as_ref().and_then(|a| {
+        let assignment: Option<Vec<Vec<i32>>> = t.assignments.as_ref().map(|a| {
             a.iter()
-                .find(|x| x.broker_ids.len() != 1 || x.broker_ids[0].0 != b.node_id)
-                .map(|_| {
-                    format!(
-                        "new partitions must be assigned to broker {} only",
-                        b.node_id
-                    )
-                })
+                .map(|x| x.broker_ids.iter().map(|b| b.0).collect())
+                .collect()
         });
+        let bad_assignment = assignment
+            .as_ref()
+            .and_then(|a| topic_admin::check_assignment(b, a).err());
         let outcome = match bad_assignment {
             Some(m) => Err((ResponseError::InvalidReplicaAssignment, m)),
             None => {
-                let logs = b.logs.clone();
-                let (count, validate_only) = (t.count, req.validate_only);
-                blocking(move || logs.create_partitions(&name, count, validate_only))
+                topic_admin::create_partitions(b, &name, t.count, assignment, req.validate_only)
                     .await
-                    .unwrap_or_else(|| Err(internal()))
                     .map_err(|e| (error_code(&e), e.to_string()))
             }
         };

@@ -15,6 +15,7 @@ pub mod fetch_v0_3;
 pub mod list_offsets_v0;
 pub mod offset_commit_v0_1;
 pub mod offset_fetch_v0;
+pub mod offset_for_leader_epoch_v0_1;
 pub mod produce_v0_2;
 pub mod write_txn_markers_v0;
 
@@ -38,6 +39,7 @@ pub const VERSIONS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteTopics, 0, 0),
     (ApiKey::DescribeConfigs, 0, 0),
     (ApiKey::WriteTxnMarkers, 0, 0),
+    (ApiKey::OffsetForLeaderEpoch, 0, 1),
 ];
 
 pub fn is_legacy(api: ApiKey, version: i16) -> bool {
@@ -104,6 +106,7 @@ pub async fn handle(
         ApiKey::ListOffsets => list_offsets_v0::handle(body, b)?,
         ApiKey::OffsetCommit => offset_commit_v0_1::handle(version, body, b).await?,
         ApiKey::OffsetFetch => offset_fetch_v0::handle(body)?,
+        ApiKey::OffsetForLeaderEpoch => offset_for_leader_epoch_v0_1::handle(version, body, b)?,
         ApiKey::CreateTopics => {
             // v0 lacks v1's validate_only; v1's request is v2's.
             let trailing: &[u8] = if version == 0 { &[0] } else { &[] };

@@ -29,6 +29,8 @@ use crate::log::partition_log::partition_dir_name;
 use crate::log::{LogError, PartitionLog, SharedConfig};
 use crate::meta_properties;
 
+mod hosted;
+
 /// Where topic metadata lives in the data directory (no topic may take the name).
 const CLEAN_SHUTDOWN: &str = ".kafka_cleanshutdown";
 const RECOVERY_POINTS: &str = "recovery-point-offset-checkpoint";
@@ -47,7 +49,11 @@ pub struct Topic {
     pub id: Uuid,
     pub config: Arc<SharedConfig>,
     overrides: RwLock<BTreeMap<String, String>>,
+    /// The logs of the partitions this broker hosts, by partition number
+    /// (all of them on a single broker; in a cluster, its replicas).
     partitions: RwLock<Vec<Arc<PartitionLog>>>,
+    /// The topic's partition count in the cluster.
+    count: std::sync::atomic::AtomicI32,
 }
 
 impl Topic {
@@ -57,21 +63,31 @@ impl Topic {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
+    /// The log of partition `p`, if this broker hosts it.
     pub fn partition(&self, p: i32) -> Option<Arc<PartitionLog>> {
         if p < 0 {
             return None;
         }
-        self.partitions
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(p as usize)
-            .cloned()
+        let logs = self.partitions.read().unwrap_or_else(|e| e.into_inner());
+        match logs.get(p as usize) {
+            Some(l) if l.partition() == p => Some(l.clone()),
+            _ => logs
+                .binary_search_by_key(&p, |l| l.partition())
+                .ok()
+                .map(|i| logs[i].clone()),
+        }
     }
+    /// The topic's partition count (hosted here or not).
     pub fn partition_count(&self) -> usize {
+        self.count.load(std::sync::atomic::Ordering::Acquire).max(0) as usize
+    }
+    /// Whether this broker hosts every partition of the topic.
+    fn hosts_all(&self) -> bool {
         self.partitions
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .len()
+            == self.partition_count()
     }
     pub fn overrides(&self) -> BTreeMap<String, String> {
         self.overrides
@@ -87,6 +103,10 @@ struct TopicRecord {
     id: Uuid,
     partitions: u32,
     configs: BTreeMap<String, String>,
+    /// The partitions this broker hosts, when not all of them (a replica
+    /// set in a cluster).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hosted: Option<Vec<i32>>,
 }
 
 /// A partition recreated from the object store: where it starts, and the
@@ -107,6 +127,9 @@ pub struct LogManager {
     topics: RwLock<HashMap<String, Arc<Topic>>>,
     admin: Mutex<()>,
     _lock: fs::File,
+    /// Bumped at every change of the topic set, a partition count or a
+    /// topic's configs (the embedded cluster store mirrors them).
+    changes: tokio::sync::watch::Sender<u64>,
     /// How long appends take to become durable (the flush rounds of every
     /// partition of user topics): the hot path's latency, which the
     /// adaptive history rate watches and `/metrics` exports. Internal
@@ -171,7 +194,11 @@ impl LogManager {
                 });
             }
             let mut partitions = Vec::with_capacity(record.partitions as usize);
-            for p in 0..record.partitions as i32 {
+            let hosted: Vec<i32> = match &record.hosted {
+                Some(h) => h.clone(),
+                None => (0..record.partitions as i32).collect(),
+            };
+            for p in hosted {
                 let dir_name = partition_dir_name(&record.name, p);
                 expected_dirs.insert(dir_name.clone());
                 let key = (record.name.clone(), p);
@@ -210,6 +237,7 @@ impl LogManager {
                     config: shared,
                     overrides: RwLock::new(record.configs),
                     partitions: RwLock::new(partitions),
+                    count: (record.partitions as i32).into(),
                 }),
             );
         }
@@ -244,6 +272,7 @@ impl LogManager {
             topics: RwLock::new(topics),
             admin: Mutex::new(()),
             _lock: lock,
+            changes: tokio::sync::watch::channel(0).0,
             commit_latency: Arc::new(LatencyHistogram::new()),
         }))
     }
@@ -320,6 +349,7 @@ impl LogManager {
             id,
             config: shared,
             overrides: RwLock::new(configs),
+            count: (logs.len() as i32).into(),
             partitions: RwLock::new(logs.clone()),
         };
         let topic = self.register(topic)?;
@@ -356,7 +386,7 @@ impl LogManager {
         let have: u64 = self
             .topics()
             .iter()
-            .map(|t| t.partition_count() as u64)
+            .map(|t| t.partitions().len() as u64)
             .sum();
         let capacity = crate::fd_limit::partition_capacity();
         let soft = crate::fd_limit::soft().unwrap_or(0);
@@ -437,6 +467,7 @@ impl LogManager {
             config: shared.clone(),
             overrides: RwLock::new(configs),
             partitions: RwLock::new(Vec::new()),
+            count: partitions.into(),
         };
         if validate_only {
             return Ok(Arc::new(topic));
@@ -468,7 +499,17 @@ impl LogManager {
         for log in topic.partitions() {
             self.spawn_flusher(log);
         }
+        self.changed();
         Ok(topic)
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|v| *v += 1);
+    }
+
+    /// Wakes at every change of topics, partition counts or topic configs.
+    pub fn subscribe_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     fn persist_topic(&self, topic: &Topic) -> Result<(), TopicError> {
@@ -477,6 +518,8 @@ impl LogManager {
             id: topic.id,
             partitions: topic.partition_count() as u32,
             configs: topic.overrides(),
+            hosted: (!topic.hosts_all())
+                .then(|| topic.partitions().iter().map(|l| l.partition()).collect()),
         };
         let json = serde_json::to_vec_pretty(&record).map_err(TopicError::Encode)?;
         write_atomically(&self.topic_file(&topic.name), &json)?;
@@ -492,6 +535,12 @@ impl LogManager {
         if !self.broker.bool("delete.topic.enable") {
             return Err(TopicError::DeletionDisabled);
         }
+        self.remove_topic(name)
+    }
+
+    /// Deletes a topic's local logs and metadata, whatever
+    /// `delete.topic.enable` says (the cluster deleted it).
+    pub fn remove_topic(&self, name: &str) -> Result<Arc<Topic>, TopicError> {
         let _admin = self.admin.lock().unwrap_or_else(|e| e.into_inner());
         let topic = self
             .topics
@@ -503,6 +552,7 @@ impl LogManager {
         // orphan directories, which the next start removes.
         fs::remove_file(self.topic_file(name))?;
         fsync_dir(&self.data_dir.join(TOPICS_DIR))?;
+        self.changed();
         for log in topic.partitions() {
             log.delete()?;
         }
@@ -545,10 +595,14 @@ impl LogManager {
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .extend(new_logs.iter().cloned());
+        topic
+            .count
+            .store(count, std::sync::atomic::Ordering::Release);
         self.persist_topic(&topic)?;
         for log in new_logs {
             self.spawn_flusher(log);
         }
+        self.changed();
         tracing::info!(topic = name, from = current, to = count, "added partitions");
         Ok(())
     }
@@ -575,6 +629,7 @@ impl LogManager {
         *topic.overrides.write().unwrap_or_else(|e| e.into_inner()) = overrides;
         self.persist_topic(&topic)?;
         topic.config.set(resolved);
+        self.changed();
         tracing::info!(topic = name, "updated topic config");
         Ok(())
     }

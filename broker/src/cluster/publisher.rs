@@ -1,0 +1,146 @@
+//! A single broker's topics into its cluster store. Without `--metadata`
+//! the data directory is the authority on topics (as it always was); this
+//! task mirrors every change of it — topics, partition counts, configs,
+//! deletions — into the embedded store, with this broker as every
+//! partition's only replica and leader, so leadership is read from the
+//! store by the same code as in a cluster. Also used once when a broker's
+//! data directory founds a cluster: its topics become the cluster's.
+//!
+//! It writes the store; it never changes the data directory.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use super::records::TopicRecord;
+use super::store::{ClusterStore, StoreError};
+use super::topics;
+use super::view::ClusterView;
+use crate::log_manager::LogManager;
+
+/// Makes the store hold `logs`' topics with `me` as the only replica.
+/// Returns the store revision after the last write.
+pub async fn publish_all(
+    store: &dyn ClusterStore,
+    view: &ClusterView,
+    logs: &LogManager,
+    me: i32,
+    delete_others: bool,
+) -> Result<i64, StoreError> {
+    let snap = view.snapshot();
+    let mut revision = snap.revision;
+    let local: BTreeMap<String, TopicRecord> = logs
+        .topics()
+        .iter()
+        .map(|t| {
+            (
+                t.name.clone(),
+                TopicRecord {
+                    id: t.id,
+                    partitions: t.partition_count() as i32,
+                    configs: t.overrides(),
+                },
+            )
+        })
+        .collect();
+    for (name, want) in &local {
+        let assignment = |from: i32, to: i32| vec![vec![me]; (to - from).max(0) as usize];
+        let written = match snap.topic(name) {
+            None => {
+                topics::create_topic(
+                    store,
+                    name,
+                    want.id,
+                    want.configs.clone(),
+                    &assignment(0, want.partitions),
+                )
+                .await?
+            }
+            Some(have) if have.record.id != want.id => {
+                // Deleted and created again locally: replace it.
+                topics::delete_topic(store, name, have.mod_revision).await?;
+                topics::create_topic(
+                    store,
+                    name,
+                    want.id,
+                    want.configs.clone(),
+                    &assignment(0, want.partitions),
+                )
+                .await?
+            }
+            Some(have) if have.record.partitions < want.partitions => {
+                topics::add_partitions(
+                    store,
+                    name,
+                    &have.record,
+                    have.mod_revision,
+                    &assignment(have.record.partitions, want.partitions),
+                )
+                .await?
+            }
+            Some(have) if have.record.configs != want.configs => {
+                topics::set_configs(
+                    store,
+                    name,
+                    &have.record,
+                    have.mod_revision,
+                    want.configs.clone(),
+                )
+                .await?
+            }
+            Some(_) => None,
+        };
+        if let Some(r) = written {
+            revision = revision.max(r);
+        }
+    }
+    if delete_others {
+        for (name, have) in &snap.topics {
+            if !local.contains_key(name) {
+                if let Some(r) = topics::delete_topic(store, name, have.mod_revision).await? {
+                    revision = revision.max(r);
+                }
+            }
+        }
+    }
+    Ok(revision)
+}
+
+/// Mirrors `logs` into `store` at every change until `shutdown`.
+/// The receiver carries the LogManager change count last mirrored and
+/// seen by the view (None before the first mirror).
+pub fn start(
+    store: Arc<dyn ClusterStore>,
+    view: ClusterView,
+    logs: Arc<LogManager>,
+    me: i32,
+    mut shutdown: watch::Receiver<bool>,
+) -> watch::Receiver<Option<u64>> {
+    let (tx, rx) = watch::channel(None);
+    let mut changes = logs.subscribe_changes();
+    tokio::spawn(async move {
+        loop {
+            let version = *changes.borrow_and_update();
+            match publish_all(store.as_ref(), &view, &logs, me, true).await {
+                Ok(revision) => {
+                    // Wait until our own view shows what was written, so a
+                    // handler that waited for `published` reads it back.
+                    view.caught_up_to(revision, std::time::Duration::from_secs(5))
+                        .await;
+                    let _ = tx.send(Some(version));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "mirroring topics into the cluster store failed; retrying");
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                    continue;
+                }
+            }
+            tokio::select! {
+                r = changes.changed() => if r.is_err() { return },
+                _ = shutdown.changed() => return,
+            }
+        }
+    });
+    rx
+}

@@ -1,0 +1,144 @@
+//! In a cluster, the store is the authority on topics: this task makes the
+//! data directory follow it (Kafka's `ReplicaManager.applyDelta` for the
+//! logs). For every topic with a partition whose replicas include this
+//! broker it creates the local logs (with the cluster's topic id and
+//! configs), adds newly assigned partitions, applies config changes, and
+//! removes the local logs of topics the cluster deleted or recreated under
+//! a new id. Internal topics stay local until their coordinators follow
+//! partition leaders (docs/cluster.md, step 4).
+//!
+//! It reads the store; it never writes it.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use super::view::{ClusterSnapshot, ClusterView};
+use crate::log_manager::LogManager;
+use crate::topic_name::is_internal;
+
+/// Brings `logs` in line with `snap` for broker `me`. Errors are logged
+/// and retried at the next change (the partition stays unavailable here).
+pub fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32) {
+    if !snap.connected {
+        return;
+    }
+    for (name, entry) in &snap.topics {
+        let record = &entry.record;
+        let hosted: Vec<i32> = snap
+            .partitions
+            .get(name)
+            .map(|ps| {
+                ps.iter()
+                    .filter(|(_, e)| e.state.replicas.contains(&me))
+                    .map(|(p, _)| *p)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let local = logs.topic(name);
+        if let Some(t) = &local {
+            if t.id != record.id {
+                tracing::info!(topic = %name, "topic recreated in the cluster; removing the old local logs");
+                if let Err(e) = logs.remove_topic(name) {
+                    tracing::warn!(topic = %name, error = %e, "cannot remove old topic logs");
+                    continue;
+                }
+            }
+        }
+        let local = logs.topic(name).filter(|t| t.id == record.id);
+        let result = match local {
+            None if hosted.is_empty() => Ok(()),
+            None => logs
+                .create_hosted_topic(
+                    name,
+                    record.id,
+                    record.partitions,
+                    &hosted,
+                    record.configs.clone(),
+                )
+                .map(|_| ()),
+            Some(t) => {
+                let have: BTreeSet<i32> = t.partitions().iter().map(|l| l.partition()).collect();
+                let missing: Vec<i32> = hosted
+                    .iter()
+                    .copied()
+                    .filter(|p| !have.contains(p))
+                    .collect();
+                let grow = (t.partition_count() as i32) < record.partitions;
+                let mut r = Ok(());
+                if !missing.is_empty() || grow {
+                    r = logs.host_partitions(name, record.partitions, &missing);
+                }
+                if r.is_ok() && t.overrides() != record.configs {
+                    r = logs.set_topic_overrides(name, record.configs.clone(), false);
+                }
+                r
+            }
+        };
+        if let Err(e) = result {
+            tracing::warn!(topic = %name, error = %e, "cannot apply the cluster's topic locally");
+            continue;
+        }
+        // The partitions this broker leads append at the store's epoch.
+        if let (Some(t), Some(ps)) = (logs.topic(name), snap.partitions.get(name)) {
+            for (p, e) in ps.iter().filter(|(_, e)| e.state.leader == me) {
+                if let Some(log) = t.partition(*p) {
+                    log.set_leader_epoch(e.state.leader_epoch);
+                }
+            }
+        }
+    }
+    for t in logs.topics() {
+        if is_internal(&t.name) || snap.topics.contains_key(&t.name) {
+            continue;
+        }
+        tracing::info!(topic = %t.name, "topic deleted in the cluster; removing its local logs");
+        if let Err(e) = logs.remove_topic(&t.name) {
+            tracing::warn!(topic = %t.name, error = %e, "cannot remove topic logs");
+        }
+    }
+}
+
+/// Reconciles at every change of the view until `shutdown`. `applied`
+/// carries the store revision the data directory follows.
+/// Nothing is done before the view reaches `min_revision` (what this
+/// broker itself wrote at start): a view older than that could lack a
+/// topic just published and have its logs removed.
+pub fn start(
+    view: ClusterView,
+    logs: Arc<LogManager>,
+    me: i32,
+    min_revision: i64,
+    mut shutdown: watch::Receiver<bool>,
+) -> watch::Receiver<i64> {
+    let (tx, rx) = watch::channel(0i64);
+    let mut snapshots = view.subscribe();
+    tokio::spawn(async move {
+        loop {
+            let snap = snapshots.borrow_and_update().clone();
+            if snap.revision < min_revision {
+                tokio::select! {
+                    r = snapshots.changed() => if r.is_err() { return },
+                    _ = shutdown.changed() => return,
+                }
+                continue;
+            }
+            let l = logs.clone();
+            let s = snap.clone();
+            // File creation and deletion: off the async workers.
+            if tokio::task::spawn_blocking(move || reconcile(&l, &s, me))
+                .await
+                .is_err()
+            {
+                return;
+            }
+            let _ = tx.send(snap.revision);
+            tokio::select! {
+                r = snapshots.changed() => if r.is_err() { return },
+                _ = shutdown.changed() => return,
+            }
+        }
+    });
+    rx
+}

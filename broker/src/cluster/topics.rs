@@ -1,0 +1,170 @@
+//! Topic records and partition state in the cluster store: creating a
+//! topic with its partitions, adding partitions, changing configs,
+//! deleting. Every write is a transaction guarded by the topic key's
+//! state (absent to create, its mod revision to change), so concurrent
+//! admin requests on different brokers cannot interleave: one wins, the
+//! other sees the outcome. Leadership changes of existing partitions are
+//! the controller's, not this module's.
+//!
+//! etcd bounds a transaction's operations (`--max-txn-ops`, 128 by
+//! default): the topic record goes with the first partitions, the rest in
+//! further transactions that only create absent keys.
+
+use std::collections::BTreeMap;
+
+use uuid::Uuid;
+
+use super::records::{
+    encode, partition_key, topic_key, PartitionState, TopicRecord, PARTITIONS_PREFIX,
+};
+use super::store::{ClusterStore, Compare, Op, Revision, StoreError};
+
+/// Operations per transaction, under etcd's default limit of 128.
+const OPS_PER_TXN: usize = 100;
+
+/// A new partition's state: its preferred leader leads, every replica is
+/// in sync (an empty log is).
+pub fn new_partition(replicas: Vec<i32>) -> PartitionState {
+    PartitionState {
+        leader: replicas.first().copied().unwrap_or(-1),
+        leader_epoch: 0,
+        isr: replicas.clone(),
+        replicas,
+        partition_epoch: 0,
+    }
+}
+
+/// Writes partitions `first..` of `topic` from `assignment`, each only if
+/// absent, in transactions of at most `OPS_PER_TXN`.
+async fn put_partitions(
+    store: &dyn ClusterStore,
+    topic: &str,
+    first: i32,
+    assignment: &[Vec<i32>],
+) -> Result<Revision, StoreError> {
+    let mut revision = 0;
+    for (c, chunk) in assignment.chunks(OPS_PER_TXN).enumerate() {
+        let base = first + (c * OPS_PER_TXN) as i32;
+        let mut compares = Vec::with_capacity(chunk.len());
+        let mut ops = Vec::with_capacity(chunk.len());
+        for (i, replicas) in chunk.iter().enumerate() {
+            let key = partition_key(topic, base + i as i32);
+            compares.push(Compare::Absent(key.clone()));
+            ops.push(Op::put(key, encode(&new_partition(replicas.clone()))));
+        }
+        revision = store.txn(compares, ops).await?.revision;
+    }
+    Ok(revision)
+}
+
+/// Creates `name` with one partition per entry of `assignment`. Ok(None)
+/// if the topic exists already; otherwise the revision to wait for.
+pub async fn create_topic(
+    store: &dyn ClusterStore,
+    name: &str,
+    id: Uuid,
+    configs: BTreeMap<String, String>,
+    assignment: &[Vec<i32>],
+) -> Result<Option<Revision>, StoreError> {
+    let record = TopicRecord {
+        id,
+        partitions: assignment.len() as i32,
+        configs,
+    };
+    let (head, rest) = assignment.split_at(assignment.len().min(OPS_PER_TXN - 1));
+    let mut ops = vec![Op::put(topic_key(name), encode(&record))];
+    for (p, replicas) in head.iter().enumerate() {
+        ops.push(Op::put(
+            partition_key(name, p as i32),
+            encode(&new_partition(replicas.clone())),
+        ));
+    }
+    // Leftover partition keys of a topic deleted half-way are overwritten.
+    let outcome = store
+        .txn(vec![Compare::Absent(topic_key(name))], ops)
+        .await?;
+    if !outcome.succeeded {
+        return Ok(None);
+    }
+    if rest.is_empty() {
+        return Ok(Some(outcome.revision));
+    }
+    put_partitions(store, name, head.len() as i32, rest)
+        .await
+        .map(Some)
+}
+
+/// Raises `name`'s partition count to `from + new.len()`, if its record is
+/// still at `mod_revision`. Ok(None) if it changed meanwhile.
+pub async fn add_partitions(
+    store: &dyn ClusterStore,
+    name: &str,
+    record: &TopicRecord,
+    mod_revision: Revision,
+    new: &[Vec<i32>],
+) -> Result<Option<Revision>, StoreError> {
+    let mut grown = record.clone();
+    grown.partitions = record.partitions + new.len() as i32;
+    let (head, rest) = new.split_at(new.len().min(OPS_PER_TXN - 1));
+    let mut ops = vec![Op::put(topic_key(name), encode(&grown))];
+    for (i, replicas) in head.iter().enumerate() {
+        ops.push(Op::put(
+            partition_key(name, record.partitions + i as i32),
+            encode(&new_partition(replicas.clone())),
+        ));
+    }
+    let outcome = store
+        .txn(
+            vec![Compare::ModRevision(topic_key(name), mod_revision)],
+            ops,
+        )
+        .await?;
+    if !outcome.succeeded {
+        return Ok(None);
+    }
+    if rest.is_empty() {
+        return Ok(Some(outcome.revision));
+    }
+    put_partitions(store, name, record.partitions + head.len() as i32, rest)
+        .await
+        .map(Some)
+}
+
+/// Replaces `name`'s config overrides, if its record is still at
+/// `mod_revision`.
+pub async fn set_configs(
+    store: &dyn ClusterStore,
+    name: &str,
+    record: &TopicRecord,
+    mod_revision: Revision,
+    configs: BTreeMap<String, String>,
+) -> Result<Option<Revision>, StoreError> {
+    let mut changed = record.clone();
+    changed.configs = configs;
+    let outcome = store
+        .txn(
+            vec![Compare::ModRevision(topic_key(name), mod_revision)],
+            vec![Op::put(topic_key(name), encode(&changed))],
+        )
+        .await?;
+    Ok(outcome.succeeded.then_some(outcome.revision))
+}
+
+/// Deletes `name` and its partitions' state, if its record is still at
+/// `mod_revision`.
+pub async fn delete_topic(
+    store: &dyn ClusterStore,
+    name: &str,
+    mod_revision: Revision,
+) -> Result<Option<Revision>, StoreError> {
+    let outcome = store
+        .txn(
+            vec![Compare::ModRevision(topic_key(name), mod_revision)],
+            vec![
+                Op::delete(topic_key(name)),
+                Op::delete_prefix(format!("{PARTITIONS_PREFIX}{name}/")),
+            ],
+        )
+        .await?;
+    Ok(outcome.succeeded.then_some(outcome.revision))
+}

@@ -1,0 +1,96 @@
+//! The local part of a cluster's topics: a broker creates logs only for
+//! the partitions it hosts (its replicas), with the id and configs the
+//! cluster store gives, and adds them as the cluster assigns more.
+//! Called by the cluster reconciler; never decides what to host.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, RwLock};
+
+use uuid::Uuid;
+
+use super::{LogManager, Topic, TopicError};
+use crate::config::{self, TopicConfig};
+use crate::log::{PartitionLog, SharedConfig};
+use crate::topic_name::validate_topic_name;
+
+impl LogManager {
+    /// Creates topic `name` (cluster id `id`, `count` partitions) with logs
+    /// for the `hosted` partitions only.
+    pub fn create_hosted_topic(
+        &self,
+        name: &str,
+        id: Uuid,
+        count: i32,
+        hosted: &[i32],
+        configs: BTreeMap<String, String>,
+    ) -> Result<Arc<Topic>, TopicError> {
+        validate_topic_name(name)?;
+        config::validate_overrides(&configs).map_err(TopicError::InvalidConfig)?;
+        let _admin = self.admin.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = self.topic(name) {
+            return Err(TopicError::AlreadyExists(t.name.clone()));
+        }
+        self.check_partition_capacity(hosted.len() as u64)?;
+        let shared = SharedConfig::new(TopicConfig::resolve(&self.broker, &configs));
+        let mut logs = Vec::with_capacity(hosted.len());
+        let mut sorted = hosted.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        for p in sorted {
+            logs.push(PartitionLog::create(
+                &self.data_dir,
+                name,
+                p,
+                shared.clone(),
+            )?);
+        }
+        let topic = Topic {
+            name: name.to_string(),
+            id,
+            config: shared,
+            overrides: RwLock::new(configs),
+            partitions: RwLock::new(logs),
+            count: count.into(),
+        };
+        let topic = self.register(topic)?;
+        tracing::info!(topic = name, partitions = count, hosted = ?hosted, "created topic replicas");
+        Ok(topic)
+    }
+
+    /// Raises topic `name`'s partition count to `count` and creates logs
+    /// for the partitions of `add` not hosted yet.
+    pub fn host_partitions(&self, name: &str, count: i32, add: &[i32]) -> Result<(), TopicError> {
+        let _admin = self.admin.lock().unwrap_or_else(|e| e.into_inner());
+        let topic = self
+            .topic(name)
+            .ok_or_else(|| TopicError::UnknownTopic(name.to_string()))?;
+        let new: Vec<i32> = add
+            .iter()
+            .copied()
+            .filter(|p| topic.partition(*p).is_none())
+            .collect();
+        self.check_partition_capacity(new.len() as u64)?;
+        let mut created = Vec::with_capacity(new.len());
+        for p in new {
+            created.push(PartitionLog::create(
+                &self.data_dir,
+                name,
+                p,
+                topic.config.clone(),
+            )?);
+        }
+        {
+            let mut logs = topic.partitions.write().unwrap_or_else(|e| e.into_inner());
+            logs.extend(created.iter().cloned());
+            logs.sort_by_key(|l| l.partition());
+        }
+        topic.count.fetch_max(count, Ordering::AcqRel);
+        self.persist_topic(&topic)?;
+        for log in created {
+            self.spawn_flusher(log);
+        }
+        self.changed();
+        Ok(())
+    }
+}

@@ -1,0 +1,329 @@
+//! Topic administration for the handlers, on a single broker or in a
+//! cluster. A single broker changes its data directory (the authority)
+//! and waits until the embedded store mirrors it; in a cluster the store
+//! is the authority: the change is a guarded transaction any broker may
+//! make (docs/cluster.md), replicas are assigned over the live brokers,
+//! and the handler waits until its own broker follows the new revision.
+//! Either way, a client that reads Metadata after the response sees the
+//! change.
+
+use std::collections::BTreeMap;
+
+use uuid::Uuid;
+
+use super::handlers::blocking;
+use super::Broker;
+use crate::cluster::assignment::{assign, Candidate};
+use crate::cluster::topics as store_topics;
+use crate::config::{self, TopicConfig};
+use crate::log_manager::{validate_topic_name, TopicError};
+
+/// What a created (or validated) topic looks like.
+#[derive(Debug, Clone)]
+pub struct CreatedTopic {
+    pub id: Uuid,
+    pub partitions: i32,
+    pub replication_factor: i32,
+    pub overrides: BTreeMap<String, String>,
+}
+
+fn store_error(e: crate::cluster::ClusterStoreError) -> TopicError {
+    TopicError::Unavailable(e.to_string())
+}
+
+/// Refused until followers replicate (issue 18, step 3).
+fn check_replication_factor(rf: i32, live: usize) -> Result<(), TopicError> {
+    if rf < 1 {
+        return Err(TopicError::InvalidReplicationFactor(format!(
+            "Replication factor must be larger than 0, got {rf}."
+        )));
+    }
+    if rf as usize > live {
+        return Err(TopicError::InvalidReplicationFactor(format!(
+            "Replication factor: {rf} larger than available brokers: {live}."
+        )));
+    }
+    if rf > 1 {
+        return Err(TopicError::InvalidReplicationFactor(format!(
+            "Unable to replicate the partition {rf} time(s): replication between brokers is not built yet, so the replication factor must be 1"
+        )));
+    }
+    Ok(())
+}
+
+fn candidates(b: &Broker) -> Vec<Candidate> {
+    b.live_brokers()
+        .into_iter()
+        .map(|r| Candidate {
+            node_id: r.node_id,
+            rack: r.rack,
+        })
+        .collect()
+}
+
+fn seed() -> u64 {
+    let id = Uuid::new_v4().as_u64_pair();
+    id.0 ^ id.1
+}
+
+/// Checks explicit replica assignments against the live brokers.
+pub fn check_assignment(b: &Broker, assignment: &[Vec<i32>]) -> Result<(), String> {
+    let live: Vec<i32> = b.live_brokers().iter().map(|r| r.node_id).collect();
+    for (p, replicas) in assignment.iter().enumerate() {
+        let mut sorted = replicas.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if replicas.is_empty() || sorted.len() != replicas.len() {
+            return Err(format!(
+                "Partition {p} must be assigned to distinct brokers, got {replicas:?}"
+            ));
+        }
+        if let Some(bad) = replicas.iter().find(|id| !live.contains(id)) {
+            return Err(format!(
+                "Partition {p} is assigned to broker {bad}, which is not a live broker (live: {live:?})"
+            ));
+        }
+        check_replication_factor(replicas.len() as i32, live.len()).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Creates a topic. `partitions`/`rf` of -1 mean the broker defaults;
+/// `assignment` (already checked) overrides both.
+pub async fn create_topic(
+    b: &Broker,
+    name: &str,
+    partitions: i32,
+    rf: i32,
+    assignment: Option<Vec<Vec<i32>>>,
+    configs: BTreeMap<String, String>,
+    validate_only: bool,
+) -> Result<CreatedTopic, TopicError> {
+    if !b.cluster.clustered {
+        let logs = b.logs.clone();
+        let n = name.to_string();
+        let (p, r) = match &assignment {
+            Some(a) => (a.len() as i32, 1),
+            None => (partitions, rf),
+        };
+        let topic = blocking(move || logs.create_topic(&n, p, r as i16, configs, validate_only))
+            .await
+            .unwrap_or(Err(TopicError::Interrupted))?;
+        b.cluster.topics_synced().await;
+        let count = if validate_only && p == -1 {
+            b.config.i32("num.partitions")
+        } else if validate_only {
+            p
+        } else {
+            topic.partition_count() as i32
+        };
+        return Ok(CreatedTopic {
+            id: if validate_only { Uuid::nil() } else { topic.id },
+            partitions: count,
+            replication_factor: 1,
+            overrides: topic.overrides(),
+        });
+    }
+    validate_topic_name(name)?;
+    let partitions = if partitions == -1 {
+        b.config.i32("num.partitions")
+    } else {
+        partitions
+    };
+    let rf = if rf == -1 {
+        b.config.i32("default.replication.factor")
+    } else {
+        rf
+    };
+    let assignment = match assignment {
+        Some(a) => a,
+        None => {
+            if partitions <= 0 {
+                return Err(TopicError::InvalidPartitions(format!(
+                    "Number of partitions was set to an invalid non-positive value: {partitions}"
+                )));
+            }
+            let brokers = candidates(b);
+            check_replication_factor(rf, brokers.len())?;
+            assign(&brokers, 0, partitions, rf, seed())
+                .map_err(|e| TopicError::InvalidReplicationFactor(e.to_string()))?
+        }
+    };
+    config::validate_overrides(&configs).map_err(TopicError::InvalidConfig)?;
+    TopicConfig::resolve(&b.config, &configs)
+        .check_consistency()
+        .map_err(TopicError::InvalidConfig)?;
+    if b.cluster.view.snapshot().topic(name).is_some() {
+        return Err(TopicError::AlreadyExists(name.to_string()));
+    }
+    let created = CreatedTopic {
+        id: if validate_only {
+            Uuid::nil()
+        } else {
+            Uuid::new_v4()
+        },
+        partitions: assignment.len() as i32,
+        replication_factor: assignment.first().map_or(0, |r| r.len() as i32),
+        overrides: configs.clone(),
+    };
+    if validate_only {
+        return Ok(created);
+    }
+    let revision = store_topics::create_topic(
+        b.cluster.store.as_ref(),
+        name,
+        created.id,
+        configs,
+        &assignment,
+    )
+    .await
+    .map_err(store_error)?
+    .ok_or_else(|| TopicError::AlreadyExists(name.to_string()))?;
+    b.cluster.applied(revision).await;
+    tracing::info!(
+        topic = name,
+        partitions = created.partitions,
+        "created topic in the cluster"
+    );
+    Ok(created)
+}
+
+/// Deletes a topic; returns its id.
+pub async fn delete_topic(b: &Broker, name: &str) -> Result<Uuid, TopicError> {
+    let id = if !b.cluster.clustered {
+        let logs = b.logs.clone();
+        let n = name.to_string();
+        let t = blocking(move || logs.delete_topic(&n))
+            .await
+            .unwrap_or(Err(TopicError::Interrupted))?;
+        b.cluster.topics_synced().await;
+        t.id
+    } else {
+        if !b.config.bool("delete.topic.enable") {
+            return Err(TopicError::DeletionDisabled);
+        }
+        let snap = b.cluster.view.snapshot();
+        let entry = snap
+            .topic(name)
+            .ok_or_else(|| TopicError::UnknownTopic(name.to_string()))?;
+        let revision =
+            store_topics::delete_topic(b.cluster.store.as_ref(), name, entry.mod_revision)
+                .await
+                .map_err(store_error)?
+                .ok_or_else(|| TopicError::UnknownTopic(name.to_string()))?;
+        b.cluster.applied(revision).await;
+        entry.record.id
+    };
+    b.groups.remove_topic(name);
+    if let Some(r) = &b.remote {
+        r.topic_deleted(name.to_string(), id.to_string());
+    }
+    Ok(id)
+}
+
+/// Raises a topic's partition count to `count`.
+pub async fn create_partitions(
+    b: &Broker,
+    name: &str,
+    count: i32,
+    assignment: Option<Vec<Vec<i32>>>,
+    validate_only: bool,
+) -> Result<(), TopicError> {
+    if !b.cluster.clustered {
+        let logs = b.logs.clone();
+        let n = name.to_string();
+        blocking(move || logs.create_partitions(&n, count, validate_only))
+            .await
+            .unwrap_or(Err(TopicError::Interrupted))?;
+        b.cluster.topics_synced().await;
+        return Ok(());
+    }
+    let snap = b.cluster.view.snapshot();
+    let entry = snap
+        .topic(name)
+        .ok_or_else(|| TopicError::UnknownTopic(name.to_string()))?;
+    let current = entry.record.partitions;
+    if count <= current {
+        return Err(TopicError::InvalidPartitions(format!(
+            "Topic currently has {current} partitions, which is higher than or equal to the requested {count}."
+        )));
+    }
+    let new = match assignment {
+        Some(a) if a.len() as i32 != count - current => {
+            return Err(TopicError::InvalidPartitions(format!(
+                "Increasing the number of partitions by {} but {} assignments provided.",
+                count - current,
+                a.len()
+            )))
+        }
+        Some(a) => a,
+        None => {
+            // New partitions keep the topic's replication factor.
+            let rf = snap
+                .partition(name, 0)
+                .map_or(1, |e| e.state.replicas.len() as i32);
+            assign(&candidates(b), current, count - current, rf, seed())
+                .map_err(|e| TopicError::InvalidReplicationFactor(e.to_string()))?
+        }
+    };
+    if validate_only {
+        return Ok(());
+    }
+    let revision = store_topics::add_partitions(
+        b.cluster.store.as_ref(),
+        name,
+        &entry.record,
+        entry.mod_revision,
+        &new,
+    )
+    .await
+    .map_err(store_error)?
+    .ok_or_else(|| {
+        TopicError::InvalidPartitions(format!("topic {name} changed meanwhile; try again"))
+    })?;
+    b.cluster.applied(revision).await;
+    Ok(())
+}
+
+/// Replaces a topic's config overrides.
+pub async fn set_topic_configs(
+    b: &Broker,
+    name: &str,
+    overrides: BTreeMap<String, String>,
+    validate_only: bool,
+) -> Result<(), TopicError> {
+    if !b.cluster.clustered {
+        let logs = b.logs.clone();
+        let n = name.to_string();
+        blocking(move || logs.set_topic_overrides(&n, overrides, validate_only))
+            .await
+            .unwrap_or(Err(TopicError::Interrupted))?;
+        b.cluster.topics_synced().await;
+        return Ok(());
+    }
+    config::validate_overrides(&overrides).map_err(TopicError::InvalidConfig)?;
+    TopicConfig::resolve(&b.config, &overrides)
+        .check_consistency()
+        .map_err(TopicError::InvalidConfig)?;
+    let snap = b.cluster.view.snapshot();
+    let entry = snap
+        .topic(name)
+        .ok_or_else(|| TopicError::UnknownTopic(name.to_string()))?;
+    if validate_only {
+        return Ok(());
+    }
+    let revision = store_topics::set_configs(
+        b.cluster.store.as_ref(),
+        name,
+        &entry.record,
+        entry.mod_revision,
+        overrides,
+    )
+    .await
+    .map_err(store_error)?
+    .ok_or_else(|| {
+        TopicError::InvalidConfig(format!("topic {name} changed meanwhile; try again"))
+    })?;
+    b.cluster.applied(revision).await;
+    Ok(())
+}
