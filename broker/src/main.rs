@@ -231,15 +231,13 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     }
 
     if clustered && LogManager::is_fresh(&args.data_dir) {
-        // An empty data dir joins the cluster the metadata store holds.
-        let stored = cluster_store
-            .get(strata_broker::cluster::records::CLUSTER_ID_KEY)
+        // An empty data dir joins the cluster the metadata store holds, or
+        // founds it: claiming first, so brokers started together agree.
+        let proposed = strata_broker::meta_properties::new_cluster_id();
+        let (id, _) = strata_broker::cluster::claim_cluster_id(cluster_store.as_ref(), &proposed)
             .await
-            .with_context(|| format!("reading the cluster id from {}", cluster_store.describe()))?;
-        if let Some(kv) = stored {
-            let id = String::from_utf8_lossy(&kv.value).to_string();
-            LogManager::adopt_cluster_id(&args.data_dir, &id, config.node_id())?;
-        }
+            .with_context(|| format!("claiming the cluster id in {}", cluster_store.describe()))?;
+        LogManager::adopt_cluster_id(&args.data_dir, &id, config.node_id())?;
     }
 
     let data_dir = args.data_dir.clone();
@@ -249,15 +247,13 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         .context("log loading task failed")?
         .with_context(|| format!("cannot open data directory {}", args.data_dir.display()))?;
 
-    let mut founded = false;
     if clustered {
-        let (claimed, first) =
+        let (claimed, _first) =
             strata_broker::cluster::claim_cluster_id(cluster_store.as_ref(), logs.cluster_id())
                 .await
                 .with_context(|| {
                     format!("writing the cluster id to {}", cluster_store.describe())
                 })?;
-        founded = first;
         if claimed != logs.cluster_id() {
             anyhow::bail!(
                 "metadata store {} belongs to cluster {claimed}, but data directory {} belongs to cluster {}; use another prefix or data directory",
@@ -336,7 +332,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         }
     };
     let producer_ids = Arc::new(
-        strata_broker::producer_ids::ProducerIdManager::open(&args.data_dir)
+        strata_broker::producer_ids::ProducerIdManager::open(&args.data_dir, config.node_id())
             .context("cannot open the producer id block")?,
     );
     // Partitions restored from the bucket carry producer ids this data dir
@@ -369,7 +365,6 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         strata_broker::cluster::Cluster::join(
             cluster_store,
             logs.clone(),
-            founded,
             host.clone(),
             port as i32,
             rack,

@@ -31,9 +31,14 @@ pub fn load_or_create(data_dir: &Path, node_id: i32) -> io::Result<String> {
             return Ok(id.trim().to_string());
         }
     }
-    let id = base64_url(Uuid::new_v4().as_bytes());
+    let id = new_cluster_id();
     write(data_dir, &id, node_id)?;
     Ok(id)
+}
+
+/// A new cluster id in Kafka's form (22 characters, URL-safe base64).
+pub fn new_cluster_id() -> String {
+    base64_url(Uuid::new_v4().as_bytes())
 }
 
 pub fn write(data_dir: &Path, cluster_id: &str, node_id: i32) -> io::Result<()> {

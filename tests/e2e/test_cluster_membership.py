@@ -259,3 +259,49 @@ def test_etcd_member_loss_and_quorum_loss(broker_factory, etcd3):
                  timeout=30)
     keys = etcd3.get_prefix(f"/{prefix}/")
     assert sorted(k for k in keys if "/brokers/" in k) == [f"/{prefix}/brokers/{i}" for i in (1, 2)]
+
+
+def test_readme_cluster_lines_as_written(etcd, tmp_path):
+    """The README's two-broker lines, run with the addresses moved to free
+    ports and the test's etcd: both brokers join one cluster, with racks."""
+    import os
+    import re
+    import signal
+    import subprocess
+    from pathlib import Path
+
+    from strata_broker import free_port, port_accepts, strata_bin
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```(?:sh)?\n(.*?)```", readme, flags=re.S)
+                 if "--metadata etcd://127.0.0.1:2379" in b)
+    text = block.replace("\\\n", " ")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("strata broker")]
+    assert len(lines) == 2, block
+    port_map = {"2379": str(etcd.client_ports["m0"])}
+    for old in ("9092", "9093", "9644", "9645"):
+        port_map[old] = str(free_port())
+    procs, kafka_ports = [], []
+    try:
+        for i, line in enumerate(lines):
+            cmd = re.sub(r"127\.0\.0\.1:(\d+)", lambda m: f"127.0.0.1:{port_map.get(m.group(1), m.group(1))}", line)
+            cmd = cmd.replace("--data-dir d1", f"--data-dir {tmp_path / 'd1'}").replace(
+                "--data-dir d2", f"--data-dir {tmp_path / 'd2'}")
+            cmd = cmd.replace("strata broker", f"{strata_bin()} broker", 1)
+            kafka_ports.append(int(re.search(r"--listen 127\.0\.0\.1:(\d+)", cmd).group(1)))
+            env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_") or k == "STRATA_BIN"}
+            log = open(tmp_path / f"readme-{i}.log", "wb")
+            procs.append(subprocess.Popen(cmd, shell=True, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                          start_new_session=True))
+        for port in kafka_ports:
+            wait_for("README broker listening", lambda port=port: port_accepts("127.0.0.1", port))
+        a = AdminClient({"bootstrap.servers": f"127.0.0.1:{kafka_ports[0]}"})
+        d = wait_for("both brokers", lambda: (lambda r: r if len(r.nodes) == 2 else None)(
+            a.describe_cluster(request_timeout=10).result(timeout=30)))
+        assert {n.id: n.rack for n in d.nodes} == {1: "zone-a", 2: "zone-b"}
+    finally:
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+                p.wait(30)
+            except Exception:  # noqa: BLE001 - already gone
+                pass

@@ -113,6 +113,17 @@ def test_partitions_spread_and_clients_find_leaders(broker_factory, etcd):
     with wire.KafkaConn.to(bs[leader].bootstrap) as conn:
         assert conn.fetch_v4(topic, part, 0).error_code == 0
 
+    # Also on a broker that hosts no replica of the topic at all.
+    single = kutil.unique("single")
+    admin(bs[1]).create_topics([NewTopic(single, 1, 1)])[single].result(timeout=30)
+    (only, _, _), = wait_for("metadata", lambda: leaders(bs[1], single)).values()
+    stranger = next(b for node, b in bs.items() if node != only)
+    assert not [d for d in stranger.data_dir.iterdir() if d.name.startswith(single + "-")]
+    with wire.KafkaConn.to(stranger.bootstrap) as conn:
+        assert conn.fetch_v4(single, 0, 0).error_code == 6
+        batch = wire.encode_batch([wire.Rec(key=b"k", value=b"v", timestamp=int(time.time() * 1000))])
+        assert conn.produce_v8(single, 0, batch).error_code == 6
+
 
 def test_admin_changes_from_any_broker(broker_factory, etcd):
     prefix = kutil.unique("admin")

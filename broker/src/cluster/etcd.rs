@@ -105,7 +105,11 @@ impl EtcdStore {
     }
 
     /// POSTs `body` to `path`, trying each endpoint once from the last good.
+    /// A transaction is tried on the next endpoint only if it could not be
+    /// sent: once sent, a timeout leaves its outcome unknown, and running
+    /// it again would report a committed write as a lost race.
     async fn call(&self, path: &str, body: &Value) -> Result<Value, StoreError> {
+        let idempotent = path != "/v3/kv/txn";
         let n = self.endpoints.len();
         let start = self.current.load(Ordering::Relaxed);
         let mut last_err = String::new();
@@ -121,17 +125,27 @@ impl EtcdStore {
                 .await;
             let resp = match sent {
                 Ok(r) => r,
-                Err(e) => {
+                Err(e) if idempotent || e.is_connect() => {
                     last_err = format!("{url}: {e}");
                     continue;
+                }
+                Err(e) => {
+                    return Err(StoreError::Unavailable(format!(
+                        "{url}: {e} (outcome unknown)"
+                    )))
                 }
             };
             let status = resp.status();
             let text = match resp.text().await {
                 Ok(t) => t,
-                Err(e) => {
+                Err(e) if idempotent => {
                     last_err = format!("{url}: {e}");
                     continue;
+                }
+                Err(e) => {
+                    return Err(StoreError::Unavailable(format!(
+                        "{url}: {e} (outcome unknown)"
+                    )))
                 }
             };
             let v: Value = serde_json::from_str(&text)
@@ -152,7 +166,13 @@ impl EtcdStore {
             if msg.contains("compacted") {
                 return Err(StoreError::Compacted(0));
             }
-            // No leader, timed out, too many requests: another member may do.
+            // No leader, timed out, too many requests: another member may
+            // do — except a transaction that may have been applied.
+            if !idempotent && !msg.contains("no leader") {
+                return Err(StoreError::Unavailable(format!(
+                    "{url}: {status}: {msg} (outcome unknown)"
+                )));
+            }
             last_err = format!("{url}: {status}: {msg}");
         }
         Err(StoreError::Unavailable(last_err))
@@ -356,7 +376,16 @@ impl ClusterStore for EtcdStore {
         let mut resp = None;
         for i in 0..n {
             let url = format!("{}/v3/watch", self.endpoints[(start + i) % n]);
-            match self.client.post(&url).body(body.to_string()).send().await {
+            // Without a leader behind it, a member's watch would stay open
+            // and silent; etcd cancels it instead when asked to.
+            let sent = self
+                .client
+                .post(&url)
+                .header("Grpc-Metadata-hasleader", "true")
+                .body(body.to_string())
+                .send()
+                .await;
+            match sent {
                 Ok(r) if r.status().is_success() => {
                     resp = Some(r);
                     break;

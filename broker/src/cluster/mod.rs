@@ -101,7 +101,6 @@ impl Cluster {
     pub async fn join(
         store: Arc<dyn ClusterStore>,
         logs: Arc<LogManager>,
-        founded: bool,
         host: String,
         port: i32,
         rack: Option<String>,
@@ -151,13 +150,10 @@ impl Cluster {
         let clustered = store.describe() != "embedded";
         let (mut published, mut applied) = (None, None);
         if clustered {
-            let mut min_revision = 0;
-            if founded {
-                // This data directory founded the cluster: its topics are
-                // the cluster's first.
-                min_revision =
-                    publisher::publish_all(store.as_ref(), &view, &logs, node_id, false).await?;
-            }
+            // A data directory that founded the cluster publishes its
+            // topics as the cluster's first (again after a start cut short).
+            let min_revision =
+                publisher::publish_all(store.as_ref(), &view, &logs, node_id, false).await?;
             let rx = reconciler::start(
                 view.clone(),
                 logs.clone(),
@@ -264,6 +260,11 @@ impl Cluster {
             .values()
             .map(|b| b.registration.clone())
             .collect()
+    }
+
+    /// This broker holds a registration now (its lease is alive).
+    pub fn is_registered(&self) -> bool {
+        self.membership.registered.borrow().is_some()
     }
 
     pub fn is_controller(&self) -> bool {

@@ -20,19 +20,28 @@ use super::view::ClusterView;
 use crate::log_manager::LogManager;
 
 /// Makes the store hold `logs`' topics with `me` as the only replica.
-/// Returns the store revision after the last write.
+/// Returns the store revision after the last write. `single_broker`: the
+/// embedded store of a broker alone, which mirrors everything and deletes
+/// what the data directory no longer has; otherwise (a data directory
+/// founding a cluster) internal topics stay local (every broker has its
+/// own until coordinators follow partition leaders, docs/cluster.md) and
+/// nothing is deleted.
 pub async fn publish_all(
     store: &dyn ClusterStore,
     view: &ClusterView,
     logs: &LogManager,
     me: i32,
-    delete_others: bool,
+    single_broker: bool,
 ) -> Result<i64, StoreError> {
+    let delete_others = single_broker;
     let snap = view.snapshot();
     let mut revision = snap.revision;
     let local: BTreeMap<String, TopicRecord> = logs
         .topics()
         .iter()
+        // Founding a cluster (or resuming a founding cut short): the
+        // topics not published yet.
+        .filter(|t| single_broker || (!crate::topic_name::is_internal(&t.name) && !t.in_cluster()))
         .map(|t| {
             (
                 t.name.clone(),
@@ -57,6 +66,8 @@ pub async fn publish_all(
                 )
                 .await?
             }
+            // A cluster's store is never changed from here, only added to.
+            Some(_) if !single_broker => None,
             Some(have) if have.record.id != want.id => {
                 // Deleted and created again locally: replace it.
                 topics::delete_topic(store, name, have.mod_revision).await?;
@@ -74,7 +85,7 @@ pub async fn publish_all(
                     store,
                     name,
                     &have.record,
-                    have.mod_revision,
+                    (have.create_revision, have.mod_revision),
                     &assignment(have.record.partitions, want.partitions),
                 )
                 .await?
@@ -93,6 +104,13 @@ pub async fn publish_all(
         };
         if let Some(r) = written {
             revision = revision.max(r);
+        }
+    }
+    if !single_broker {
+        for name in local.keys() {
+            if let Err(e) = logs.mark_in_cluster(name) {
+                tracing::warn!(topic = %name, error = %e, "cannot record the topic as the cluster's");
+            }
         }
     }
     if delete_others {

@@ -25,6 +25,11 @@ pub fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32) {
         return;
     }
     for (name, entry) in &snap.topics {
+        if is_internal(name) {
+            // Every broker keeps its own until coordinators follow
+            // partition leaders (docs/cluster.md, step 4).
+            continue;
+        }
         let record = &entry.record;
         let hosted: Vec<i32> = snap
             .partitions
@@ -38,7 +43,7 @@ pub fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32) {
             .unwrap_or_default();
         let local = logs.topic(name);
         if let Some(t) = &local {
-            if t.id != record.id {
+            if t.id != record.id && t.in_cluster() {
                 tracing::info!(topic = %name, "topic recreated in the cluster; removing the old local logs");
                 if let Err(e) = logs.remove_topic(name) {
                     tracing::warn!(topic = %name, error = %e, "cannot remove old topic logs");
@@ -91,6 +96,11 @@ pub fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32) {
     }
     for t in logs.topics() {
         if is_internal(&t.name) || snap.topics.contains_key(&t.name) {
+            continue;
+        }
+        if !t.in_cluster() {
+            // Never the cluster's (a founding broker publishes its topics
+            // before this runs): kept, and not served.
             continue;
         }
         tracing::info!(topic = %t.name, "topic deleted in the cluster; removing its local logs");

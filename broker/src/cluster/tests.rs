@@ -197,7 +197,6 @@ async fn join(store: &Arc<dyn ClusterStore>, node_id: i32) -> (Cluster, watch::S
     let c = Cluster::join(
         store.clone(),
         data_dir(),
-        false,
         "127.0.0.1".into(),
         9000 + node_id,
         Some(format!("rack-{node_id}")),
@@ -293,7 +292,6 @@ async fn a_node_id_held_by_a_live_broker_is_refused() {
     let second = Cluster::join(
         store.clone(),
         data_dir(),
-        false,
         "h".into(),
         1,
         None,
@@ -334,4 +332,64 @@ fn etcd_urls_are_checked() {
     assert_eq!(s.describe(), "etcd://a:1,b:2/my/prefix");
     let d = etcd::EtcdStore::from_url("etcd://a:1").unwrap();
     assert_eq!(d.describe(), "etcd://a:1/strata");
+}
+
+/// The reconciler removes only what the cluster once had: a local topic
+/// the store never held is kept (found by review: a founding start cut
+/// short would otherwise have lost every local topic).
+#[tokio::test]
+async fn the_reconciler_removes_only_the_clusters_topics() {
+    let logs = data_dir();
+    logs.create_topic("mine", 1, 1, Default::default(), false)
+        .unwrap();
+    logs.create_hosted_topic("gone", uuid::Uuid::new_v4(), 2, &[1], Default::default())
+        .unwrap();
+    let snap = super::view::ClusterSnapshot {
+        revision: 10,
+        connected: true,
+        ..Default::default()
+    };
+    super::reconciler::reconcile(&logs, &snap, 1);
+    assert!(logs.topic("mine").is_some(), "never the cluster's: kept");
+    assert!(
+        logs.topic("gone").is_none(),
+        "the cluster's, deleted there: removed"
+    );
+    // A view that is not connected changes nothing.
+    logs.create_hosted_topic("kept", uuid::Uuid::new_v4(), 1, &[0], Default::default())
+        .unwrap();
+    let stale = super::view::ClusterSnapshot::default();
+    super::reconciler::reconcile(&logs, &stale, 1);
+    assert!(logs.topic("kept").is_some());
+}
+
+/// A data directory founding a cluster publishes its user topics, not the
+/// internal ones (every broker keeps its own until step 4), marks them as
+/// the cluster's, and a second publication changes nothing.
+#[tokio::test]
+async fn founding_publishes_user_topics_once() {
+    let store: Arc<dyn ClusterStore> = EmbeddedStore::new();
+    let logs = data_dir();
+    logs.create_topic("orders", 3, 1, Default::default(), false)
+        .unwrap();
+    logs.create_topic("__consumer_offsets", 2, 1, Default::default(), false)
+        .unwrap();
+    let (_tx, rx) = watch::channel(false);
+    let view = super::view::ClusterView::start(store.clone(), rx);
+    let rev = super::publisher::publish_all(store.as_ref(), &view, &logs, 4, false)
+        .await
+        .unwrap();
+    assert!(view.caught_up_to(rev, Duration::from_secs(5)).await);
+    let snap = view.snapshot();
+    assert_eq!(snap.topics.keys().collect::<Vec<_>>(), ["orders"]);
+    assert_eq!(snap.partitions["orders"].len(), 3);
+    assert!(snap.partitions["orders"]
+        .values()
+        .all(|e| e.state.leader == 4));
+    assert!(logs.topic("orders").unwrap().in_cluster());
+    assert!(!logs.topic("__consumer_offsets").unwrap().in_cluster());
+    let again = super::publisher::publish_all(store.as_ref(), &view, &logs, 4, false)
+        .await
+        .unwrap();
+    assert_eq!(again, view.snapshot().revision);
 }

@@ -35,24 +35,32 @@ pub fn new_partition(replicas: Vec<i32>) -> PartitionState {
 }
 
 /// Writes partitions `first..` of `topic` from `assignment`, each only if
-/// absent, in transactions of at most `OPS_PER_TXN`.
+/// absent and only while the topic is the incarnation created at
+/// `topic_created`, in transactions of at most `OPS_PER_TXN`.
 async fn put_partitions(
     store: &dyn ClusterStore,
     topic: &str,
+    topic_created: Revision,
     first: i32,
     assignment: &[Vec<i32>],
 ) -> Result<Revision, StoreError> {
     let mut revision = 0;
     for (c, chunk) in assignment.chunks(OPS_PER_TXN).enumerate() {
         let base = first + (c * OPS_PER_TXN) as i32;
-        let mut compares = Vec::with_capacity(chunk.len());
+        let mut compares = vec![Compare::CreateRevision(topic_key(topic), topic_created)];
         let mut ops = Vec::with_capacity(chunk.len());
         for (i, replicas) in chunk.iter().enumerate() {
             let key = partition_key(topic, base + i as i32);
             compares.push(Compare::Absent(key.clone()));
             ops.push(Op::put(key, encode(&new_partition(replicas.clone()))));
         }
-        revision = store.txn(compares, ops).await?.revision;
+        let outcome = store.txn(compares, ops).await?;
+        if !outcome.succeeded {
+            return Err(StoreError::Protocol(format!(
+                "topic {topic} changed while its partitions {base}.. were written"
+            )));
+        }
+        revision = outcome.revision;
     }
     Ok(revision)
 }
@@ -89,7 +97,7 @@ pub async fn create_topic(
     if rest.is_empty() {
         return Ok(Some(outcome.revision));
     }
-    put_partitions(store, name, head.len() as i32, rest)
+    put_partitions(store, name, outcome.revision, head.len() as i32, rest)
         .await
         .map(Some)
 }
@@ -100,7 +108,7 @@ pub async fn add_partitions(
     store: &dyn ClusterStore,
     name: &str,
     record: &TopicRecord,
-    mod_revision: Revision,
+    (create_revision, mod_revision): (Revision, Revision),
     new: &[Vec<i32>],
 ) -> Result<Option<Revision>, StoreError> {
     let mut grown = record.clone();
@@ -125,9 +133,15 @@ pub async fn add_partitions(
     if rest.is_empty() {
         return Ok(Some(outcome.revision));
     }
-    put_partitions(store, name, record.partitions + head.len() as i32, rest)
-        .await
-        .map(Some)
+    put_partitions(
+        store,
+        name,
+        create_revision,
+        record.partitions + head.len() as i32,
+        rest,
+    )
+    .await
+    .map(Some)
 }
 
 /// Replaces `name`'s config overrides, if its record is still at

@@ -37,6 +37,8 @@ pub struct ActiveController {
 pub struct TopicEntry {
     pub record: TopicRecord,
     pub mod_revision: Revision,
+    /// Unique per incarnation of the topic name.
+    pub create_revision: Revision,
 }
 
 /// A partition's state and the revision of its record.
@@ -53,6 +55,8 @@ pub struct ClusterSnapshot {
     pub brokers: BTreeMap<i32, LiveBroker>,
     pub controller: Option<ActiveController>,
     pub topics: BTreeMap<String, Arc<TopicEntry>>,
+    /// Topic id → name, for requests that name topics by id.
+    pub topic_ids: BTreeMap<uuid::Uuid, String>,
     /// Per topic, its partitions' state (a topic's map is shared between
     /// snapshots until one of its partitions changes).
     pub partitions: BTreeMap<String, Arc<BTreeMap<i32, PartitionEntry>>>,
@@ -72,21 +76,24 @@ impl ClusterSnapshot {
 
     /// The topic with this id, if any.
     pub fn topic_by_id(&self, id: uuid::Uuid) -> Option<(&str, &TopicEntry)> {
-        self.topics
-            .iter()
-            .find(|(_, t)| t.record.id == id)
-            .map(|(n, t)| (n.as_str(), t.as_ref()))
+        let name = self.topic_ids.get(&id)?;
+        self.topics.get(name).map(|t| (name.as_str(), t.as_ref()))
     }
 
     fn apply_put(&mut self, kv: &KeyValue) {
         if let Some(name) = kv.key.strip_prefix(TOPICS_PREFIX) {
             match decode::<TopicRecord>(&kv.key, &kv.value) {
                 Ok(record) => {
+                    if let Some(old) = self.topics.get(name) {
+                        self.topic_ids.remove(&old.record.id);
+                    }
+                    self.topic_ids.insert(record.id, name.to_string());
                     self.topics.insert(
                         name.to_string(),
                         Arc::new(TopicEntry {
                             record,
                             mod_revision: kv.mod_revision,
+                            create_revision: kv.create_revision,
                         }),
                     );
                 }
@@ -141,7 +148,9 @@ impl ClusterSnapshot {
 
     fn apply_delete(&mut self, key: &str) {
         if let Some(name) = key.strip_prefix(TOPICS_PREFIX) {
-            self.topics.remove(name);
+            if let Some(old) = self.topics.remove(name) {
+                self.topic_ids.remove(&old.record.id);
+            }
         } else if let Some((topic, p)) = parse_partition_key(key) {
             if let Some(map) = self.partitions.get_mut(topic) {
                 Arc::make_mut(map).remove(&p);

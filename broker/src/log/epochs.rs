@@ -15,9 +15,20 @@ impl PartitionLog {
         self.leader_epoch.load(Ordering::Acquire)
     }
 
-    /// This broker leads the partition at `epoch` (never goes back).
+    /// This broker leads the partition at `epoch` (never goes back): as
+    /// Kafka's leader does on taking over, the epoch starts at the current
+    /// log end, so OffsetForLeaderEpoch answers for it before any append.
     pub fn set_leader_epoch(&self, epoch: i32) {
-        self.leader_epoch.fetch_max(epoch, Ordering::AcqRel);
+        if self.leader_epoch.fetch_max(epoch, Ordering::AcqRel) >= epoch {
+            return;
+        }
+        let Ok(inner) = self.lock_open() else { return };
+        let leo = inner.log_end_offset();
+        let mut cache = self.epochs.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(e) = cache.assign(epoch, leo) {
+            tracing::warn!(topic = %self.topic(), partition = self.partition(), error = %e,
+                "cannot write the leader epoch checkpoint");
+        }
     }
 
     /// Stamps `bytes` (one batch about to be written at `base_offset`)
@@ -42,8 +53,9 @@ impl PartitionLog {
         let leo = self.log_end_offset();
         let cache = self.epochs.lock().unwrap_or_else(|e| e.into_inner());
         match cache.latest_epoch() {
-            // An empty log at the current epoch ends at its end.
-            None if requested >= self.leader_epoch() => (self.leader_epoch(), leo),
+            // A log never written and never handed an epoch: the epoch it
+            // appends at ends at its end.
+            None if requested == self.leader_epoch() => (requested, leo),
             _ => cache.end_offset_for(requested, leo),
         }
     }

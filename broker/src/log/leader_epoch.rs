@@ -87,22 +87,28 @@ impl LeaderEpochCache {
         self.flush()
     }
 
-    /// Where `requested` ended in this log whose end is `log_end_offset`:
-    /// (the largest epoch ≤ `requested`, the start of the first epoch
-    /// after it, or the log end if there is none). `UNDEFINED` when the
-    /// log holds no epoch ≤ `requested`. Kafka's `endOffsetFor`.
+    /// Where `requested` ended in this log whose end is `log_end_offset`,
+    /// Kafka's `endOffsetFor`: the latest epoch ends at the log end; an
+    /// older one at the start of the first epoch after it, reported as the
+    /// largest epoch at or below it (the requested one itself when the log
+    /// holds none below); an epoch above the latest, or any epoch of an
+    /// empty cache, is `UNDEFINED`.
     pub fn end_offset_for(&self, requested: i32, log_end_offset: i64) -> (i32, i64) {
-        match self.entries.last() {
-            None => UNDEFINED,
-            Some(last) if requested >= last.epoch => (last.epoch, log_end_offset),
-            Some(_) => {
-                // The first epoch above the requested one.
-                let i = self.entries.partition_point(|e| e.epoch <= requested);
-                if i == 0 {
-                    return UNDEFINED;
-                }
-                (self.entries[i - 1].epoch, self.entries[i].start_offset)
-            }
+        let Some(last) = self.entries.last() else {
+            return UNDEFINED;
+        };
+        if requested < 0 || requested > last.epoch {
+            return UNDEFINED;
+        }
+        if requested == last.epoch {
+            return (requested, log_end_offset);
+        }
+        // The first epoch above the requested one exists: the last does.
+        let i = self.entries.partition_point(|e| e.epoch <= requested);
+        let end = self.entries[i].start_offset;
+        match i {
+            0 => (requested, end),
+            _ => (self.entries[i - 1].epoch, end),
         }
     }
 
@@ -160,6 +166,12 @@ pub fn open_for_log(dir: &Path, log_start: i64, log_end: i64) -> LeaderEpochCach
             LeaderEpochCache::open(dir).unwrap_or_else(|_| LeaderEpochCache::empty(dir))
         }
     };
+    // The checkpoint is written when an epoch's first batch is appended,
+    // before that batch is durable: after a crash it may name epochs that
+    // start past the recovered end.
+    if let Err(e) = cache.truncate_from_end(log_end.max(log_start)) {
+        tracing::warn!(dir = %dir.display(), error = %e, "cannot write the leader epoch checkpoint");
+    }
     if cache.latest_epoch().is_none() && log_end > log_start {
         if let Err(e) = cache.assign(0, log_start) {
             tracing::warn!(dir = %dir.display(), error = %e, "cannot write the leader epoch checkpoint");
@@ -215,7 +227,7 @@ mod tests {
     fn end_offsets_follow_kafkas_rules() {
         let (_d, c) = cache(&[(0, 0), (2, 10), (5, 30)]);
         assert_eq!(c.end_offset_for(5, 42), (5, 42));
-        assert_eq!(c.end_offset_for(7, 42), (5, 42));
+        assert_eq!(c.end_offset_for(7, 42), UNDEFINED);
         // Epoch 2 ended where 5 began; 3 and 4 never happened here.
         assert_eq!(c.end_offset_for(2, 42), (2, 30));
         assert_eq!(c.end_offset_for(4, 42), (2, 30));
@@ -223,8 +235,10 @@ mod tests {
         assert_eq!(c.end_offset_for(0, 42), (0, 10));
         let (_d2, empty) = cache(&[]);
         assert_eq!(empty.end_offset_for(3, 42), UNDEFINED);
+        // Below the first epoch: the requested epoch ended where the log's
+        // first epoch began.
         let (_d3, late) = cache(&[(4, 100)]);
-        assert_eq!(late.end_offset_for(2, 142), UNDEFINED);
+        assert_eq!(late.end_offset_for(2, 142), (2, 100));
     }
 
     #[test]

@@ -52,10 +52,24 @@ impl LogManager {
             overrides: RwLock::new(configs),
             partitions: RwLock::new(logs),
             count: count.into(),
+            in_cluster: true.into(),
         };
         let topic = self.register(topic)?;
         tracing::info!(topic = name, partitions = count, hosted = ?hosted, "created topic replicas");
         Ok(topic)
+    }
+
+    /// Records that topic `name` is the cluster's (published by the data
+    /// directory that founded it).
+    pub fn mark_in_cluster(&self, name: &str) -> Result<(), TopicError> {
+        let _admin = self.admin.lock().unwrap_or_else(|e| e.into_inner());
+        let topic = self
+            .topic(name)
+            .ok_or_else(|| TopicError::UnknownTopic(name.to_string()))?;
+        if !topic.in_cluster.swap(true, Ordering::AcqRel) {
+            self.persist_topic(&topic)?;
+        }
+        Ok(())
     }
 
     /// Raises topic `name`'s partition count to `count` and creates logs

@@ -54,6 +54,9 @@ pub struct Topic {
     partitions: RwLock<Vec<Arc<PartitionLog>>>,
     /// The topic's partition count in the cluster.
     count: std::sync::atomic::AtomicI32,
+    /// The topic came from (or was published to) a cluster's store: only
+    /// such a topic is removed when the store no longer has it.
+    in_cluster: std::sync::atomic::AtomicBool,
 }
 
 impl Topic {
@@ -81,6 +84,10 @@ impl Topic {
     pub fn partition_count(&self) -> usize {
         self.count.load(std::sync::atomic::Ordering::Acquire).max(0) as usize
     }
+    /// The topic came from a cluster's store or was published to it.
+    pub fn in_cluster(&self) -> bool {
+        self.in_cluster.load(std::sync::atomic::Ordering::Acquire)
+    }
     /// Whether this broker hosts every partition of the topic.
     fn hosts_all(&self) -> bool {
         self.partitions
@@ -107,6 +114,8 @@ struct TopicRecord {
     /// set in a cluster).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     hosted: Option<Vec<i32>>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    in_cluster: bool,
 }
 
 /// A partition recreated from the object store: where it starts, and the
@@ -238,6 +247,7 @@ impl LogManager {
                     overrides: RwLock::new(record.configs),
                     partitions: RwLock::new(partitions),
                     count: (record.partitions as i32).into(),
+                    in_cluster: record.in_cluster.into(),
                 }),
             );
         }
@@ -350,6 +360,7 @@ impl LogManager {
             config: shared,
             overrides: RwLock::new(configs),
             count: (logs.len() as i32).into(),
+            in_cluster: false.into(),
             partitions: RwLock::new(logs.clone()),
         };
         let topic = self.register(topic)?;
@@ -468,6 +479,7 @@ impl LogManager {
             overrides: RwLock::new(configs),
             partitions: RwLock::new(Vec::new()),
             count: partitions.into(),
+            in_cluster: false.into(),
         };
         if validate_only {
             return Ok(Arc::new(topic));
@@ -520,6 +532,7 @@ impl LogManager {
             configs: topic.overrides(),
             hosted: (!topic.hosts_all())
                 .then(|| topic.partitions().iter().map(|l| l.partition()).collect()),
+            in_cluster: topic.in_cluster(),
         };
         let json = serde_json::to_vec_pretty(&record).map_err(TopicError::Encode)?;
         write_atomically(&self.topic_file(&topic.name), &json)?;

@@ -77,10 +77,28 @@ impl Broker {
     /// the leader, or the store does not know the partition (internal
     /// topics stay local until issue 18's step 4).
     pub fn not_leader(&self, topic: &str, partition: i32) -> Option<ResponseError> {
-        match self.cluster.leader_of(topic, partition) {
-            Some(leader) if leader != self.node_id => Some(ResponseError::NotLeaderOrFollower),
-            _ => None,
+        let snap = self.cluster.view.snapshot();
+        let Some(entry) = snap.partition(topic, partition) else {
+            // A cluster serves only what its store holds (internal topics
+            // stay local for now); a single broker's store mirrors its logs.
+            return (self.cluster.clustered && !crate::topic_name::is_internal(topic))
+                .then_some(ResponseError::UnknownTopicOrPartition);
+        };
+        if entry.state.leader != self.node_id {
+            return Some(ResponseError::NotLeaderOrFollower);
         }
+        if self.cluster.clustered {
+            // A broker that lost its registration leads nothing, and a
+            // local log of a deleted namesake is not the cluster's topic.
+            if !self.cluster.is_registered() {
+                return Some(ResponseError::NotLeaderOrFollower);
+            }
+            let local = self.logs.topic(topic).map(|t| t.id);
+            if snap.topic(topic).map(|t| t.record.id) != local {
+                return Some(ResponseError::NotLeaderOrFollower);
+            }
+        }
+        None
     }
     /// A topic's config overrides as the cluster knows them (a single
     /// broker: its data directory's; a cluster: the store's, also for

@@ -35,7 +35,7 @@ async fn broker(dir: &std::path::Path) -> Broker {
     logs.create_topic("t", 2, 1, BTreeMap::new(), false)
         .unwrap();
     let groups = crate::group::GroupCoordinator::open(logs.clone(), &config).unwrap();
-    let producer_ids = Arc::new(crate::producer_ids::ProducerIdManager::open(dir).unwrap());
+    let producer_ids = Arc::new(crate::producer_ids::ProducerIdManager::open(dir, 0).unwrap());
     let txns = crate::txn::TransactionCoordinator::open(
         logs.clone(),
         groups.clone(),
@@ -47,7 +47,6 @@ async fn broker(dir: &std::path::Path) -> Broker {
         crate::cluster::Cluster::join(
             crate::cluster::open_store(None).unwrap(),
             logs.clone(),
-            false,
             "127.0.0.1".into(),
             9092,
             None,

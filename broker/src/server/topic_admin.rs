@@ -273,7 +273,7 @@ pub async fn create_partitions(
         b.cluster.store.as_ref(),
         name,
         &entry.record,
-        entry.mod_revision,
+        (entry.create_revision, entry.mod_revision),
         &new,
     )
     .await

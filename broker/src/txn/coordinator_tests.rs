@@ -33,7 +33,7 @@ fn setup(dir: &std::path::Path) -> (Arc<LogManager>, Arc<TransactionCoordinator>
             .unwrap();
     }
     let groups = GroupCoordinator::open(logs.clone(), &cfg).unwrap();
-    let ids = Arc::new(ProducerIdManager::open(dir).unwrap());
+    let ids = Arc::new(ProducerIdManager::open(dir, 0).unwrap());
     let txns = TransactionCoordinator::open(logs.clone(), groups, ids, &cfg).unwrap();
     (logs, txns)
 }

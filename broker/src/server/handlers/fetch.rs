@@ -77,17 +77,26 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
     let mut targets = Vec::new();
     for (ti, t) in req.topics.into_iter().enumerate() {
         // From v13 (KIP-516) topics are named by id only; the response echoes it.
-        let (topic, missing) = if version >= 13 {
+        // The topic's name in the cluster (also when this broker hosts no
+        // replica of it, so a misdirected fetch hears who leads).
+        let (topic, missing, cluster_name) = if version >= 13 {
             let topic = b.logs.topic_by_id(t.topic_id);
-            let missing = match topic {
-                None => ResponseError::UnknownTopicId,
-                Some(_) => ResponseError::UnknownTopicOrPartition,
+            let name = b
+                .cluster
+                .view
+                .snapshot()
+                .topic_by_id(t.topic_id)
+                .map(|(n, _)| n.to_string());
+            let missing = match (&topic, &name) {
+                (None, None) => ResponseError::UnknownTopicId,
+                _ => ResponseError::UnknownTopicOrPartition,
             };
-            (topic, missing)
+            (topic, missing, name)
         } else {
             (
                 b.logs.topic(&t.topic.0),
                 ResponseError::UnknownTopicOrPartition,
+                Some(t.topic.0.to_string()),
             )
         };
         let id = if version >= 13 {
@@ -100,9 +109,9 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
             // Only the leader serves fetches (followers will, KIP-392).
             let log = topic.as_ref().and_then(|t| t.partition(p.partition));
             // A stale or future current leader epoch (KIP-320, v9+).
-            let refused = topic
-                .as_ref()
-                .and_then(|t| b.not_leader(&t.name, p.partition))
+            let refused = cluster_name
+                .as_deref()
+                .and_then(|n| b.not_leader(n, p.partition))
                 .or_else(|| {
                     let l = log.as_ref()?;
                     super::leader_epoch::check_current_epoch(l, p.current_leader_epoch).err()
