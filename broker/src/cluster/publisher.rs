@@ -55,7 +55,15 @@ pub async fn publish_all(
         .collect();
     for (name, want) in &local {
         let assignment = |from: i32, to: i32| vec![vec![me]; (to - from).max(0) as usize];
-        let written = match snap.topic(name) {
+        let recreated = snap
+            .topic(name)
+            .filter(|have| single_broker && have.record.id != want.id);
+        if let Some(have) = recreated {
+            // Deleted and created again locally: replace it.
+            topics::delete_topic(store, name, have.mod_revision).await?;
+        }
+        let existing = snap.topic(name).filter(|_| recreated.is_none());
+        let written = match existing {
             None => {
                 topics::create_topic(
                     store,
@@ -68,18 +76,6 @@ pub async fn publish_all(
             }
             // A cluster's store is never changed from here, only added to.
             Some(_) if !single_broker => None,
-            Some(have) if have.record.id != want.id => {
-                // Deleted and created again locally: replace it.
-                topics::delete_topic(store, name, have.mod_revision).await?;
-                topics::create_topic(
-                    store,
-                    name,
-                    want.id,
-                    want.configs.clone(),
-                    &assignment(0, want.partitions),
-                )
-                .await?
-            }
             Some(have) if have.record.partitions < want.partitions => {
                 topics::add_partitions(
                     store,

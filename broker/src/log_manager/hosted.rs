@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use uuid::Uuid;
 
@@ -45,15 +45,7 @@ impl LogManager {
                 shared.clone(),
             )?);
         }
-        let topic = Topic {
-            name: name.to_string(),
-            id,
-            config: shared,
-            overrides: RwLock::new(configs),
-            partitions: RwLock::new(logs),
-            count: count.into(),
-            in_cluster: true.into(),
-        };
+        let topic = Topic::new(name, id, shared, configs, logs, count, true);
         let topic = self.register(topic)?;
         tracing::info!(topic = name, partitions = count, hosted = ?hosted, "created topic replicas");
         Ok(topic)

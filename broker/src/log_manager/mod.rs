@@ -30,6 +30,10 @@ use crate::log::{LogError, PartitionLog, SharedConfig};
 use crate::meta_properties;
 
 mod hosted;
+mod restore;
+mod topic;
+
+pub use topic::Topic;
 
 /// Where topic metadata lives in the data directory (no topic may take the name).
 const CLEAN_SHUTDOWN: &str = ".kafka_cleanshutdown";
@@ -41,68 +45,6 @@ use crate::topic_name::TOPICS_DIR;
 pub use crate::topic_name::{validate_topic_name, InvalidTopicName, MAX_TOPIC_NAME_LEN};
 
 pub use crate::topic_error::TopicError;
-
-/// A topic: its identity, configuration and partition logs.
-#[derive(Debug)]
-pub struct Topic {
-    pub name: String,
-    pub id: Uuid,
-    pub config: Arc<SharedConfig>,
-    overrides: RwLock<BTreeMap<String, String>>,
-    /// The logs of the partitions this broker hosts, by partition number
-    /// (all of them on a single broker; in a cluster, its replicas).
-    partitions: RwLock<Vec<Arc<PartitionLog>>>,
-    /// The topic's partition count in the cluster.
-    count: std::sync::atomic::AtomicI32,
-    /// The topic came from (or was published to) a cluster's store: only
-    /// such a topic is removed when the store no longer has it.
-    in_cluster: std::sync::atomic::AtomicBool,
-}
-
-impl Topic {
-    pub fn partitions(&self) -> Vec<Arc<PartitionLog>> {
-        self.partitions
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-    /// The log of partition `p`, if this broker hosts it.
-    pub fn partition(&self, p: i32) -> Option<Arc<PartitionLog>> {
-        if p < 0 {
-            return None;
-        }
-        let logs = self.partitions.read().unwrap_or_else(|e| e.into_inner());
-        match logs.get(p as usize) {
-            Some(l) if l.partition() == p => Some(l.clone()),
-            _ => logs
-                .binary_search_by_key(&p, |l| l.partition())
-                .ok()
-                .map(|i| logs[i].clone()),
-        }
-    }
-    /// The topic's partition count (hosted here or not).
-    pub fn partition_count(&self) -> usize {
-        self.count.load(std::sync::atomic::Ordering::Acquire).max(0) as usize
-    }
-    /// The topic came from a cluster's store or was published to it.
-    pub fn in_cluster(&self) -> bool {
-        self.in_cluster.load(std::sync::atomic::Ordering::Acquire)
-    }
-    /// Whether this broker hosts every partition of the topic.
-    fn hosts_all(&self) -> bool {
-        self.partitions
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .len()
-            == self.partition_count()
-    }
-    pub fn overrides(&self) -> BTreeMap<String, String> {
-        self.overrides
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-}
 
 #[derive(Debug, Serialize, Deserialize)]
 struct TopicRecord {
@@ -240,15 +182,15 @@ impl LogManager {
             }
             topics.insert(
                 record.name.clone(),
-                Arc::new(Topic {
-                    name: record.name,
-                    id: record.id,
-                    config: shared,
-                    overrides: RwLock::new(record.configs),
-                    partitions: RwLock::new(partitions),
-                    count: (record.partitions as i32).into(),
-                    in_cluster: record.in_cluster.into(),
-                }),
+                Arc::new(Topic::new(
+                    &record.name,
+                    record.id,
+                    shared,
+                    record.configs,
+                    partitions,
+                    record.partitions as i32,
+                    record.in_cluster,
+                )),
             );
         }
         // Directories of topics deleted before a crash finished removing them.
@@ -327,45 +269,6 @@ impl LogManager {
             && crate::config::tiering_enabled(&self.broker, log.topic(), &log.config())
     }
 
-    /// Recreates a topic from the object store's metadata, each partition
-    /// empty from the offset where its tiered part ends.
-    pub fn restore_topic(
-        &self,
-        name: &str,
-        id: Uuid,
-        configs: BTreeMap<String, String>,
-        partitions: Vec<RestoredPartition>,
-    ) -> Result<Arc<Topic>, TopicError> {
-        validate_topic_name(name)?;
-        config::validate_overrides(&configs).map_err(TopicError::InvalidConfig)?;
-        let _admin = self.admin.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(t) = self.topic(name) {
-            return Err(TopicError::AlreadyExists(t.name.clone()));
-        }
-        let shared = SharedConfig::new(TopicConfig::resolve(&self.broker, &configs));
-        let mut logs = Vec::with_capacity(partitions.len());
-        for (p, r) in partitions.iter().enumerate() {
-            logs.push(PartitionLog::create_at(
-                &self.data_dir,
-                name,
-                p as i32,
-                shared.clone(),
-                r.start_offset,
-                r.producer_snapshot.as_deref(),
-            )?);
-        }
-        let topic = Topic {
-            name: name.to_string(),
-            id,
-            config: shared,
-            overrides: RwLock::new(configs),
-            count: (logs.len() as i32).into(),
-            in_cluster: false.into(),
-            partitions: RwLock::new(logs.clone()),
-        };
-        let topic = self.register(topic)?;
-        Ok(topic)
-    }
     pub fn broker_config(&self) -> &Arc<BrokerConfig> {
         &self.broker
     }
@@ -472,15 +375,15 @@ impl LogManager {
             .check_consistency()
             .map_err(TopicError::InvalidConfig)?;
         let shared = SharedConfig::new(resolved);
-        let topic = Topic {
-            name: name.to_string(),
-            id: Uuid::new_v4(),
-            config: shared.clone(),
-            overrides: RwLock::new(configs),
-            partitions: RwLock::new(Vec::new()),
-            count: partitions.into(),
-            in_cluster: false.into(),
-        };
+        let topic = Topic::new(
+            name,
+            Uuid::new_v4(),
+            shared.clone(),
+            configs,
+            Vec::new(),
+            partitions,
+            false,
+        );
         if validate_only {
             return Ok(Arc::new(topic));
         }

@@ -1,0 +1,92 @@
+//! `Topic`: one topic as a broker holds it — identity, configuration and
+//! the logs of the partitions it hosts. The log manager creates and
+//! changes topics; this file only describes one.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use uuid::Uuid;
+
+use crate::log::{PartitionLog, SharedConfig};
+
+/// A topic: its identity, configuration and partition logs.
+#[derive(Debug)]
+pub struct Topic {
+    pub name: String,
+    pub id: Uuid,
+    pub config: Arc<SharedConfig>,
+    pub(super) overrides: RwLock<BTreeMap<String, String>>,
+    /// The logs of the partitions this broker hosts, by partition number
+    /// (all of them on a single broker; in a cluster, its replicas).
+    pub(super) partitions: RwLock<Vec<Arc<PartitionLog>>>,
+    /// The topic's partition count in the cluster.
+    pub(super) count: std::sync::atomic::AtomicI32,
+    /// The topic came from (or was published to) a cluster's store: only
+    /// such a topic is removed when the store no longer has it.
+    pub(super) in_cluster: std::sync::atomic::AtomicBool,
+}
+
+impl Topic {
+    /// A topic whose hosted partitions are `logs` (sorted by partition).
+    pub(super) fn new(
+        name: &str,
+        id: Uuid,
+        config: Arc<SharedConfig>,
+        overrides: BTreeMap<String, String>,
+        logs: Vec<Arc<PartitionLog>>,
+        count: i32,
+        in_cluster: bool,
+    ) -> Topic {
+        Topic {
+            name: name.to_string(),
+            id,
+            config,
+            overrides: RwLock::new(overrides),
+            partitions: RwLock::new(logs),
+            count: count.into(),
+            in_cluster: in_cluster.into(),
+        }
+    }
+    pub fn partitions(&self) -> Vec<Arc<PartitionLog>> {
+        self.partitions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+    /// The log of partition `p`, if this broker hosts it.
+    pub fn partition(&self, p: i32) -> Option<Arc<PartitionLog>> {
+        if p < 0 {
+            return None;
+        }
+        let logs = self.partitions.read().unwrap_or_else(|e| e.into_inner());
+        match logs.get(p as usize) {
+            Some(l) if l.partition() == p => Some(l.clone()),
+            _ => logs
+                .binary_search_by_key(&p, |l| l.partition())
+                .ok()
+                .map(|i| logs[i].clone()),
+        }
+    }
+    /// The topic's partition count (hosted here or not).
+    pub fn partition_count(&self) -> usize {
+        self.count.load(std::sync::atomic::Ordering::Acquire).max(0) as usize
+    }
+    /// The topic came from a cluster's store or was published to it.
+    pub fn in_cluster(&self) -> bool {
+        self.in_cluster.load(std::sync::atomic::Ordering::Acquire)
+    }
+    /// Whether this broker hosts every partition of the topic.
+    pub(super) fn hosts_all(&self) -> bool {
+        self.partitions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+            == self.partition_count()
+    }
+    pub fn overrides(&self) -> BTreeMap<String, String> {
+        self.overrides
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
