@@ -227,22 +227,6 @@ impl Cluster {
         }
     }
 
-    /// A partition's leader in the store (-1: none), if it exists.
-    pub fn leader_of(&self, topic: &str, partition: i32) -> Option<i32> {
-        self.view
-            .snapshot()
-            .partition(topic, partition)
-            .map(|e| e.state.leader)
-    }
-
-    /// A partition's state in the store, if it exists.
-    pub fn partition(&self, topic: &str, partition: i32) -> Option<records::PartitionState> {
-        self.view
-            .snapshot()
-            .partition(topic, partition)
-            .map(|e| e.state.clone())
-    }
-
     /// The controller's node id, if there is one now.
     pub fn controller_id(&self) -> Option<i32> {
         self.view
