@@ -18,6 +18,7 @@ pub mod log_manager;
 pub mod meta_properties;
 pub mod producer_ids;
 pub mod remote;
+pub mod replication;
 pub mod server;
 pub mod start_error;
 pub mod topic_error;

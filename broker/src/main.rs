@@ -300,6 +300,11 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
             }
             std::fs::remove_file(&restore_marker)?;
         }
+        if cluster_store.describe() != "embedded" {
+            // Before tiering starts: a replicated log may not claim its
+            // catalog until the store says this broker leads it.
+            logs.await_assignments();
+        }
         logs.enable_tiering();
         remote.sync_once(&logs).await;
         remote.start(logs.clone());
@@ -382,6 +387,21 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         .await
         .context("joining the cluster")?,
     );
+    // In a cluster, followers copy their leaders' logs and leaders keep
+    // the ISR (a single broker leads everything alone).
+    if let Some(applied) = cluster.applied_revisions() {
+        strata_broker::replication::manager::start(
+            cluster.store.clone(),
+            cluster.view.clone(),
+            logs.clone(),
+            strata_broker::replication::manager::ReplicationSettings::from_config(
+                config.node_id(),
+                &config,
+            ),
+            applied,
+            shutdown_rx.clone(),
+        );
+    }
     let broker = Arc::new(Broker {
         cluster: cluster.clone(),
         logs: logs.clone(),

@@ -152,12 +152,12 @@ def test_admin_changes_from_any_broker(broker_factory, etcd):
     stored = etcd.get_prefix(f"/{prefix}/topics/{topic}")
     assert json.loads(stored[f"/{prefix}/topics/{topic}"])["configs"] == {"retention.ms": "123456"}
 
-    # Replication factors above one wait for replication (step 3).
-    rf3 = kutil.unique("rf3")
-    f = admin(bs[1]).create_topics([NewTopic(rf3, 1, 3)])[rf3]
+    # No more replicas than live brokers.
+    rf4 = kutil.unique("rf4")
+    f = admin(bs[1]).create_topics([NewTopic(rf4, 1, 4)])[rf4]
     try:
         f.result(timeout=30)
-        raise AssertionError("rf 3 accepted before replication exists")
+        raise AssertionError("rf 4 accepted on three brokers")
     except Exception as e:  # noqa: BLE001
         assert e.args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR, e
 

@@ -42,6 +42,12 @@ pub trait LocalLog: Send + Sync + 'static {
     fn set_remote_log_start(&self, offset: Option<i64>);
     /// The partition was deleted or the broker is stopping.
     fn is_closed(&self) -> bool;
+    /// This broker may write the partition's catalog (it leads the
+    /// partition; always, for a single broker). Otherwise the manager lets
+    /// go of the catalog and leaves the partition alone.
+    fn is_writer(&self) -> bool {
+        true
+    }
     /// Uploads stop below this offset: a compacted log's first dirty
     /// offset, so that the bucket only receives cleaned segments.
     fn upload_end(&self) -> Option<i64> {
@@ -263,7 +269,10 @@ impl PartitionTask {
             if self.log.is_closed() {
                 break;
             }
-            if !self.rp.stats.fenced.load(Ordering::Relaxed) {
+            // A fenced partition stays stopped while this broker would
+            // write it; once another broker leads, it may lead (and claim)
+            // again later.
+            if !self.rp.stats.fenced.load(Ordering::Relaxed) || !self.log.is_writer() {
                 self.round().await;
             }
             tokio::select! {
@@ -322,6 +331,12 @@ impl PartitionTask {
     }
 
     async fn round(&mut self) {
+        if !self.log.is_writer() {
+            // Another broker leads: its writer epoch owns the catalog.
+            *self.rp.writer.lock().await = None;
+            self.rp.stats.fenced.store(false, Ordering::Relaxed);
+            return;
+        }
         let policy = self.log.policy();
         let now = now_ms();
         if policy.remote_enabled {

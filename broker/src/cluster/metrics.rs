@@ -1,7 +1,9 @@
 //! The cluster layer's Prometheus families, in the text format `/metrics`
 //! serves: membership and the controller as this broker sees them, and the
 //! partitions it leads (Kafka's `ActiveControllerCount`,
-//! `OfflinePartitionsCount`, leader counts). Read-only.
+//! `OfflinePartitionsCount`, leader counts, `UnderReplicatedPartitions`,
+//! `UnderMinIsrPartitionCount`, ISR shrinks and expands, follower lag).
+//! Read-only.
 
 use std::fmt::Write as _;
 
@@ -16,6 +18,14 @@ fn gauge(out: &mut String, name: &str, help: &str, samples: &[(String, f64)]) {
         } else {
             let _ = writeln!(out, "{name}{{{labels}}} {v}");
         }
+    }
+}
+
+fn counter(out: &mut String, name: &str, help: &str, samples: &[(String, f64)]) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} counter");
+    for (labels, v) in samples {
+        let _ = writeln!(out, "{name}{{{labels}}} {v}");
     }
 }
 
@@ -49,15 +59,36 @@ pub fn render(c: &Cluster) -> String {
     );
     let mut offline = 0usize;
     let mut led = Vec::new();
+    let (mut isr_size, mut shrinks, mut expands, mut lag) = (vec![], vec![], vec![], vec![]);
+    let (mut under_replicated, mut under_min_isr) = (0usize, 0usize);
     for (topic, parts) in &snap.partitions {
         for (p, e) in parts.iter() {
             if e.state.leader < 0 {
                 offline += 1;
             } else if e.state.leader == c.node_id {
-                led.push((
-                    format!("topic=\"{}\",partition=\"{p}\"", topic.replace('"', "\\\"")),
-                    f64::from(e.state.leader_epoch),
-                ));
+                let labels = format!("topic=\"{}\",partition=\"{p}\"", topic.replace('"', "\\\""));
+                led.push((labels.clone(), f64::from(e.state.leader_epoch)));
+                isr_size.push((labels.clone(), e.state.isr.len() as f64));
+                if e.state.isr.len() < e.state.replicas.len() {
+                    under_replicated += 1;
+                }
+                let Some(log) = c.logs.partition(topic, *p) else {
+                    continue;
+                };
+                if (e.state.isr.len() as i32) < log.config().min_insync_replicas {
+                    under_min_isr += 1;
+                }
+                let (s, x) = log.isr_changes();
+                shrinks.push((labels.clone(), s as f64));
+                expands.push((labels.clone(), x as f64));
+                let end = log.log_end_offset();
+                for (replica, f) in log.follower_progress() {
+                    let behind = if f.end < 0 { end } else { end - f.end };
+                    lag.push((
+                        format!("{labels},replica=\"{replica}\""),
+                        behind.max(0) as f64,
+                    ));
+                }
             }
         }
     }
@@ -75,9 +106,45 @@ pub fn render(c: &Cluster) -> String {
     );
     gauge(
         &mut out,
+        "strata_cluster_under_replicated_partitions",
+        "Partitions this broker leads whose ISR is smaller than their replica set.",
+        &one(under_replicated as f64),
+    );
+    gauge(
+        &mut out,
+        "strata_cluster_under_min_isr_partitions",
+        "Partitions this broker leads whose ISR is below min.insync.replicas (acks=all is refused).",
+        &one(under_min_isr as f64),
+    );
+    gauge(
+        &mut out,
         "strata_partition_leader_epoch",
         "The leader epoch of each partition this broker leads.",
         &led,
+    );
+    gauge(
+        &mut out,
+        "strata_partition_in_sync_replicas",
+        "ISR size of each partition this broker leads.",
+        &isr_size,
+    );
+    counter(
+        &mut out,
+        "strata_partition_isr_shrinks_total",
+        "ISR shrinks this broker wrote as leader (flapping is the first sign of a bad disk or network).",
+        &shrinks,
+    );
+    counter(
+        &mut out,
+        "strata_partition_isr_expands_total",
+        "ISR expansions this broker wrote as leader.",
+        &expands,
+    );
+    gauge(
+        &mut out,
+        "strata_partition_follower_lag_records",
+        "Records between this leader's log end and each follower's durable end.",
+        &lag,
     );
     out
 }

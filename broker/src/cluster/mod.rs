@@ -150,6 +150,9 @@ impl Cluster {
         let clustered = store.describe() != "embedded";
         let (mut published, mut applied) = (None, None);
         if clustered {
+            // Replicated logs lead or follow only once the store's state is
+            // applied (the replica manager); until then they refuse appends.
+            logs.await_assignments();
             // A data directory that founded the cluster publishes its
             // topics as the cluster's first (again after a start cut short).
             let min_revision =
@@ -225,6 +228,12 @@ impl Cluster {
                     .await;
             }
         }
+    }
+
+    /// In a cluster: the store revisions the data directory has applied
+    /// (the replica manager acts on each).
+    pub fn applied_revisions(&self) -> Option<watch::Receiver<i64>> {
+        self.applied.clone()
     }
 
     /// The controller's node id, if there is one now.

@@ -85,14 +85,6 @@ pub fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32) {
             tracing::warn!(topic = %name, error = %e, "cannot apply the cluster's topic locally");
             continue;
         }
-        // The partitions this broker leads append at the store's epoch.
-        if let (Some(t), Some(ps)) = (logs.topic(name), snap.partitions.get(name)) {
-            for (p, e) in ps.iter().filter(|(_, e)| e.state.leader == me) {
-                if let Some(log) = t.partition(*p) {
-                    log.set_leader_epoch(e.state.leader_epoch);
-                }
-            }
-        }
     }
     for t in logs.topics() {
         if is_internal(&t.name) || snap.topics.contains_key(&t.name) {

@@ -1,5 +1,5 @@
-//! Broker settings of the cluster layer (membership, controller, and
-//! later replication), under Kafka's names. Descriptions only, like
+//! Broker settings of the cluster layer (membership, controller and
+//! replication), under Kafka's names. Descriptions only, like
 //! `defs.rs`; the cluster module reads the values.
 
 use super::defs::{broker, ConfigDef, ConfigType, Validator};
@@ -39,5 +39,47 @@ pub const CLUSTER_BROKER_CONFIGS: &[ConfigDef] = &[
         "2000",
         Validator::IntAtLeast(100),
         "Time between a broker's heartbeats to the metadata store (lease keep-alives).",
+    ),
+    broker(
+        "replica.lag.time.max.ms",
+        ConfigType::Long,
+        "30000",
+        Validator::LongAtLeast(100),
+        "A follower that has not caught up with the leader's log end for this long leaves the ISR (it rejoins once it holds everything up to the high watermark).",
+    ),
+    broker(
+        "replica.fetch.max.bytes",
+        ConfigType::Int,
+        "1048576",
+        Validator::IntAtLeast(1024),
+        "Record bytes a follower asks for per partition in one fetch (a larger first batch is still sent whole).",
+    ),
+    broker(
+        "replica.fetch.response.max.bytes",
+        ConfigType::Int,
+        "10485760",
+        Validator::IntAtLeast(0),
+        "Record bytes a follower asks for in one fetch across its partitions.",
+    ),
+    broker(
+        "replica.fetch.wait.max.ms",
+        ConfigType::Int,
+        "500",
+        Validator::IntAtLeast(0),
+        "How long a leader holds a follower's fetch that finds nothing new (keep it below replica.lag.time.max.ms).",
+    ),
+    broker(
+        "replica.fetch.backoff.ms",
+        ConfigType::Int,
+        "1000",
+        Validator::IntAtLeast(0),
+        "How long a follower waits before fetching again from a leader that failed or refused it.",
+    ),
+    broker(
+        "replica.socket.timeout.ms",
+        ConfigType::Int,
+        "30000",
+        Validator::IntAtLeast(1000),
+        "How long a follower waits for a leader's answer beyond the fetch's own wait before it reconnects.",
     ),
 ];

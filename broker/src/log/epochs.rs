@@ -15,27 +15,10 @@ impl PartitionLog {
         self.leader_epoch.load(Ordering::Acquire)
     }
 
-    /// This broker leads the partition at `epoch` (never goes back): as
-    /// Kafka's leader does on taking over, the epoch starts at the current
-    /// log end, so OffsetForLeaderEpoch answers for it before any append.
-    pub fn set_leader_epoch(&self, epoch: i32) {
-        if self.leader_epoch.fetch_max(epoch, Ordering::AcqRel) >= epoch {
-            return;
-        }
-        let Ok(inner) = self.lock_open() else { return };
-        let leo = inner.log_end_offset();
-        let mut cache = self.epochs.lock().unwrap_or_else(|e| e.into_inner());
-        if let Err(e) = cache.assign(epoch, leo) {
-            tracing::warn!(topic = %self.topic(), partition = self.partition(), error = %e,
-                "cannot write the leader epoch checkpoint");
-        }
-    }
-
     /// Stamps `bytes` (one batch about to be written at `base_offset`)
-    /// with the current leader epoch and records a new epoch's start.
+    /// with the leader epoch `epoch` and records a new epoch's start.
     /// Called with the log's lock held.
-    pub(super) fn stamp_epoch(&self, bytes: &mut [u8], base_offset: i64) -> i32 {
-        let epoch = self.leader_epoch();
+    pub(super) fn stamp_epoch(&self, bytes: &mut [u8], base_offset: i64, epoch: i32) -> i32 {
         batch::set_partition_leader_epoch(bytes, epoch);
         let mut cache = self.epochs.lock().unwrap_or_else(|e| e.into_inner());
         if cache.latest_epoch().is_none_or(|e| e < epoch) {
@@ -58,5 +41,19 @@ impl PartitionLog {
             None if requested == self.leader_epoch() => (requested, leo),
             _ => cache.end_offset_for(requested, leo),
         }
+    }
+
+    /// Where the current leader epoch began (0 for a log without epochs):
+    /// a follower joins the ISR only once it holds that much.
+    pub fn epoch_start_offset(&self) -> i64 {
+        let cache = self.epochs.lock().unwrap_or_else(|e| e.into_inner());
+        cache.entries().last().map_or(0, |e| e.start_offset)
+    }
+
+    /// The newest epoch among the log's batches (what a follower asks the
+    /// leader about), if any.
+    pub fn latest_epoch_in_log(&self) -> Option<i32> {
+        let cache = self.epochs.lock().unwrap_or_else(|e| e.into_inner());
+        cache.latest_epoch()
     }
 }

@@ -59,6 +59,19 @@ pub enum LogError {
     Corrupt(#[from] batch::BatchError),
     #[error("partition log is closed")]
     Closed,
+    /// This broker follows the partition: only the leader's batches,
+    /// through the replica fetcher, are appended here.
+    #[error("this broker is a follower of the partition")]
+    NotLeader,
+    /// A follower's write for a leadership this log no longer follows.
+    #[error("replicated write for leader epoch {epoch}, which this log no longer follows")]
+    StaleLeaderEpoch { epoch: i32 },
+    /// A replicated batch that does not continue this log.
+    #[error("replicated batch at offset {base_offset} does not continue the log ending at {log_end_offset}")]
+    NotContiguous {
+        log_end_offset: i64,
+        base_offset: i64,
+    },
     /// A stored batch failed its check when read: never served.
     #[error("corrupt record batch in {} at position {position}: {reason}", segment.display())]
     CorruptStored {
@@ -102,6 +115,9 @@ pub struct AppendInfo {
     /// The batches were retries of batches already written; nothing new
     /// was appended and the offsets are the original ones.
     pub duplicate: bool,
+    /// The leader epoch this broker appended at: an acks=all wait holds
+    /// only while it still leads at it.
+    pub leader_epoch: i32,
 }
 
 /// What a read returns: whole batches, plus the partition's offsets.
@@ -122,6 +138,9 @@ pub(super) struct LogInner {
     /// When the oldest append not yet covered by a flush round happened:
     /// what the commit latency (append to durable) is measured from.
     pub(super) unflushed_since: Option<Instant>,
+    /// Truncations so far: a flush round that raced one does not report
+    /// its stale end as durable.
+    pub(super) truncations: u64,
 }
 
 impl LogInner {
@@ -165,6 +184,11 @@ pub struct PartitionLog {
     pub(super) leader_epoch: std::sync::atomic::AtomicI32,
     /// Where each leader epoch began (`leader-epoch-checkpoint`).
     pub(super) epochs: Mutex<super::leader_epoch::LeaderEpochCache>,
+    /// Leader or follower, the ISR and the followers' progress
+    /// (`replica_state.rs`).
+    pub(super) replica_state: Mutex<super::replica_state::ReplicaState>,
+    /// The log end offset after every append (replica fetches wait on it).
+    pub(super) log_end: watch::Sender<i64>,
 }
 
 /// Directory name of a partition: `<topic>-<partition>`, as Kafka names it.
@@ -389,6 +413,7 @@ impl PartitionLog {
         epochs: super::leader_epoch::LeaderEpochCache,
     ) -> Arc<Self> {
         let (hw, _) = watch::channel(high_watermark);
+        let (log_end, _) = watch::channel(high_watermark);
         let leader_epoch = epochs.latest_epoch().unwrap_or(0);
         Arc::new(PartitionLog {
             topic: topic.to_string(),
@@ -401,6 +426,7 @@ impl PartitionLog {
                 scratch: Vec::new(),
                 producers,
                 unflushed_since: None,
+                truncations: 0,
             }),
             high_watermark: hw,
             flush_requested: Notify::new(),
@@ -411,6 +437,8 @@ impl PartitionLog {
             cleaner_stats: Default::default(),
             leader_epoch: leader_epoch.into(),
             epochs: Mutex::new(epochs),
+            replica_state: Mutex::new(super::replica_state::ReplicaState::new(high_watermark)),
+            log_end,
         })
     }
 
@@ -519,6 +547,7 @@ impl PartitionLog {
         let now = now_ms();
         let append_time = cfg.message_timestamp_type == TimestampType::LogAppendTime;
         let mut inner = self.lock_open()?;
+        let leader_epoch = self.append_epoch(&inner)?;
         let mut next = inner.log_end_offset();
         let mut first: Option<(i64, bool)> = None;
         let mut last_written = next - 1;
@@ -557,7 +586,7 @@ impl PartitionLog {
             scratch.clear();
             scratch.extend_from_slice(&records[pos..pos + h.size]);
             batch::set_base_offset(&mut scratch, next);
-            let epoch = self.stamp_epoch(&mut scratch, next);
+            let epoch = self.stamp_epoch(&mut scratch, next, leader_epoch);
             let mut stored = *h;
             stored.base_offset = next;
             stored.partition_leader_epoch = epoch;
@@ -592,6 +621,7 @@ impl PartitionLog {
         }
         drop(inner);
         if !duplicate {
+            self.log_end.send_replace(next);
             self.flush_requested.notify_one();
         }
         Ok(AppendInfo {
@@ -600,6 +630,7 @@ impl PartitionLog {
             log_append_time: if append_time && !duplicate { now } else { -1 },
             log_start_offset,
             duplicate,
+            leader_epoch,
         })
     }
 

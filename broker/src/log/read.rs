@@ -18,6 +18,8 @@ pub enum Isolation {
     ReadUncommitted,
     /// Up to the last stable offset: no record of an open transaction.
     ReadCommitted,
+    /// Up to the log end: what a follower copies (never a client).
+    LogEnd,
 }
 
 impl Isolation {
@@ -57,6 +59,7 @@ impl PartitionLog {
         let hw = match isolation {
             Isolation::ReadUncommitted => high_watermark,
             Isolation::ReadCommitted => self.last_stable_offset(),
+            Isolation::LogEnd => self.log_end_offset(),
         };
         let (candidates, log_start_offset) = {
             let inner = self.lock();

@@ -26,6 +26,7 @@ impl PartitionLog {
         let now = now_ms();
         let mut bytes = encode_marker(producer_id, producer_epoch, marker, now);
         let mut inner = self.lock_open()?;
+        let leader_epoch = self.append_epoch(&inner)?;
         inner
             .producers
             .check_marker(producer_id, producer_epoch)
@@ -42,7 +43,7 @@ impl PartitionLog {
             self.roll_locked(&mut inner, &cfg)?;
         }
         batch::set_base_offset(&mut bytes, offset);
-        let epoch = self.stamp_epoch(&mut bytes, offset);
+        let epoch = self.stamp_epoch(&mut bytes, offset, leader_epoch);
         header.base_offset = offset;
         header.partition_leader_epoch = epoch;
         inner.active_mut().append(&bytes, &header, now)?;
@@ -64,6 +65,7 @@ impl PartitionLog {
         inner.unflushed_since.get_or_insert_with(Instant::now);
         let log_start_offset = self.global_start(inner.log_start_offset);
         drop(inner);
+        self.log_end.send_replace(offset + 1);
         self.flush_requested.notify_one();
         Ok(AppendInfo {
             base_offset: offset,
@@ -71,6 +73,7 @@ impl PartitionLog {
             log_append_time: -1,
             log_start_offset,
             duplicate: false,
+            leader_epoch,
         })
     }
 

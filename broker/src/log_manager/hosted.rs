@@ -38,12 +38,10 @@ impl LogManager {
         sorted.sort_unstable();
         sorted.dedup();
         for p in sorted {
-            logs.push(PartitionLog::create(
-                &self.data_dir,
-                name,
-                p,
-                shared.clone(),
-            )?);
+            let log = PartitionLog::create(&self.data_dir, name, p, shared.clone())?;
+            // Replicated: neither leads nor serves until the store says.
+            log.await_assignment();
+            logs.push(log);
         }
         let topic = Topic::new(name, id, shared, configs, logs, count, true);
         let topic = self.register(topic)?;
@@ -79,12 +77,9 @@ impl LogManager {
         self.check_partition_capacity(new.len() as u64)?;
         let mut created = Vec::with_capacity(new.len());
         for p in new {
-            created.push(PartitionLog::create(
-                &self.data_dir,
-                name,
-                p,
-                topic.config.clone(),
-            )?);
+            let log = PartitionLog::create(&self.data_dir, name, p, topic.config.clone())?;
+            log.await_assignment();
+            created.push(log);
         }
         {
             let mut logs = topic.partitions.write().unwrap_or_else(|e| e.into_inner());

@@ -264,9 +264,25 @@ impl LogManager {
             .store(true, std::sync::atomic::Ordering::Release);
     }
 
+    /// In a cluster, at start: every replicated log waits for the store to
+    /// give it a role (internal topics stay local and lead).
+    pub fn await_assignments(&self) {
+        for t in self.topics() {
+            if !crate::topic_name::is_internal(&t.name) {
+                for log in t.partitions() {
+                    log.await_assignment();
+                }
+            }
+        }
+    }
+
+    /// The tiering manager handles the partition's retention: tiered,
+    /// and led here (a follower keeps its copy under the topic's total
+    /// retention until tiering follows leader epochs, docs/cluster.md).
     fn tiered(&self, log: &PartitionLog) -> bool {
         self.tiering.load(std::sync::atomic::Ordering::Acquire)
             && crate::config::tiering_enabled(&self.broker, log.topic(), &log.config())
+            && log.is_leader()
     }
 
     pub fn broker_config(&self) -> &Arc<BrokerConfig> {

@@ -86,6 +86,12 @@ impl LocalLog for LocalLogView {
     fn is_closed(&self) -> bool {
         self.log.is_closed()
     }
+    /// Only the leader uploads and enforces retention through the catalog
+    /// (a follower keeps its copy under the topic's total retention until
+    /// tiering follows leader epochs, docs/cluster.md step 5).
+    fn is_writer(&self) -> bool {
+        self.log.is_leader()
+    }
     fn upload_end(&self) -> Option<i64> {
         // A compacted log's segments go to the bucket once cleaned: the
         // bucket's part is always clean when a pass starts.

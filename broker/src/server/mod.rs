@@ -87,6 +87,15 @@ impl Broker {
         if entry.state.leader != self.node_id {
             return Some(ResponseError::NotLeaderOrFollower);
         }
+        // Named leader, but the log does not lead yet (the replica manager
+        // applies the change a moment later): the client retries.
+        if self
+            .logs
+            .partition(topic, partition)
+            .is_some_and(|l| !l.is_leader())
+        {
+            return Some(ResponseError::NotLeaderOrFollower);
+        }
         if self.cluster.clustered {
             // A broker that lost its registration leads nothing, and a
             // local log of a deleted namesake is not the cluster's topic.

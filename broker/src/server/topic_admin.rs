@@ -31,7 +31,7 @@ fn store_error(e: crate::cluster::ClusterStoreError) -> TopicError {
     TopicError::Unavailable(e.to_string())
 }
 
-/// Refused until followers replicate (issue 18, step 3).
+/// Any factor from 1 to the live broker count (Kafka's rule).
 fn check_replication_factor(rf: i32, live: usize) -> Result<(), TopicError> {
     if rf < 1 {
         return Err(TopicError::InvalidReplicationFactor(format!(
@@ -41,11 +41,6 @@ fn check_replication_factor(rf: i32, live: usize) -> Result<(), TopicError> {
     if rf as usize > live {
         return Err(TopicError::InvalidReplicationFactor(format!(
             "Replication factor: {rf} larger than available brokers: {live}."
-        )));
-    }
-    if rf > 1 {
-        return Err(TopicError::InvalidReplicationFactor(format!(
-            "Unable to replicate the partition {rf} time(s): replication between brokers is not built yet, so the replication factor must be 1"
         )));
     }
     Ok(())

@@ -65,6 +65,18 @@ pub struct Fetched {
 
 /// Fetch on behalf of `client`.
 pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Client) -> Fetched {
+    // A follower's fetch (KIP-903 moved its id into `replica_state`).
+    let replica = if version >= 15 {
+        req.replica_state.replica_id.0
+    } else {
+        req.replica_id.0
+    };
+    if replica >= 0 {
+        return Fetched {
+            response: super::replica_fetch::handle(req, version, replica, &client.host, b).await,
+            history_bytes: 0,
+        };
+    }
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
     let response_max = if req.max_bytes <= 0 {
         usize::MAX

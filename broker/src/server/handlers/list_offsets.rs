@@ -77,6 +77,7 @@ pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOf
                     let fetchable = match isolation {
                         Isolation::ReadCommitted => log.last_stable_offset(),
                         Isolation::ReadUncommitted => log.high_watermark(),
+                        Isolation::LogEnd => log.log_end_offset(),
                     };
                     let found: Result<Option<(i64, i64)>, LookupError> = match p.timestamp {
                         LATEST => Ok(Some((fetchable, -1))),

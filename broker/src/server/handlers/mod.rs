@@ -11,6 +11,7 @@ pub mod list_offsets;
 pub mod metadata;
 pub mod produce;
 pub mod producer;
+pub mod replica_fetch;
 pub mod topics;
 pub mod txn;
 pub mod txn_admin;

@@ -17,6 +17,7 @@ use kafka_protocol::ResponseError;
 use super::s;
 use crate::clock::now_ms;
 use crate::config::TimestampType;
+use crate::log::group_commit::CommitWait;
 use crate::log::producer_state::SequenceError;
 use crate::log::{LogError, PartitionLog};
 use crate::server::Broker;
@@ -26,7 +27,8 @@ use strata_format::validator::{self, AppendPolicy, TimestampPolicy, ValidationEr
 /// Outcome of appending to one partition, before the acks wait.
 struct Appended {
     response: PartitionProduceResponse,
-    wait_for: Option<(Arc<PartitionLog>, i64)>,
+    /// The log, the end offset to wait for and the leader epoch appended at.
+    wait_for: Option<(Arc<PartitionLog>, i64, i32)>,
 }
 
 fn error(
@@ -147,7 +149,7 @@ pub struct PendingProduce {
     timeout: Duration,
     version: i16,
     topics: Vec<TopicProduceResponse>,
-    waits: Vec<(usize, usize, (Arc<PartitionLog>, i64))>,
+    waits: Vec<(usize, usize, (Arc<PartitionLog>, i64, i32))>,
 }
 
 /// Phase one, run in request order on the connection: validate and append
@@ -246,16 +248,46 @@ pub async fn complete(p: PendingProduce) -> Option<ProduceResponse> {
     if acks == 0 {
         return None;
     }
-    for (ti, pi, (log, end)) in waits {
-        if !log.wait_durable(end, timeout).await {
-            let p = &mut topics[ti].partition_responses[pi];
-            let index = p.index;
+    for (ti, pi, (log, end, epoch)) in waits {
+        let p = &mut topics[ti].partition_responses[pi];
+        let index = p.index;
+        match log.wait_committed(end, epoch, timeout).await {
+            CommitWait::Committed => {}
+            CommitWait::TimedOut => {
+                *p = error(
+                    index,
+                    ResponseError::RequestTimedOut,
+                    format!(
+                        "the batch was appended but not copied to every in-sync replica within {} ms",
+                        timeout.as_millis()
+                    ),
+                    version,
+                );
+                continue;
+            }
+            CommitWait::NotLeader => {
+                *p = error(
+                    index,
+                    ResponseError::NotLeaderOrFollower,
+                    "this broker stopped leading the partition before the batch was committed"
+                        .to_string(),
+                    version,
+                );
+                continue;
+            }
+        }
+        // The ISR shrank below the minimum while the batch was copied: it
+        // is in the log, but not as safe as acks=all promised.
+        let (in_sync, min) = (
+            log.in_sync_replicas() as i32,
+            log.config().min_insync_replicas,
+        );
+        if in_sync < min {
             *p = error(
                 index,
-                ResponseError::RequestTimedOut,
+                ResponseError::NotEnoughReplicasAfterAppend,
                 format!(
-                    "the batch was appended but not made durable within {} ms",
-                    timeout.as_millis()
+                    "the batch was appended but only {in_sync} replica(s) are in sync (min.insync.replicas is {min})"
                 ),
                 version,
             );
@@ -345,14 +377,17 @@ fn append_partition(
         (records, header)
     };
     let headers = [header];
-    if acks == -1 && cfg.min_insync_replicas > 1 {
-        return fail(
-            ResponseError::NotEnoughReplicas,
-            format!(
-                "min.insync.replicas is {} but this single broker is the only replica",
-                cfg.min_insync_replicas
-            ),
-        );
+    if acks == -1 {
+        let in_sync = log.in_sync_replicas();
+        if (in_sync as i32) < cfg.min_insync_replicas {
+            return fail(
+                ResponseError::NotEnoughReplicas,
+                format!(
+                    "min.insync.replicas is {} but {in_sync} replica(s) are in sync",
+                    cfg.min_insync_replicas
+                ),
+            );
+        }
     }
     match log.append(records, &headers) {
         Ok(info) => {
@@ -363,7 +398,8 @@ fn append_partition(
             p.log_start_offset = info.log_start_offset;
             Appended {
                 response: p,
-                wait_for: (acks == -1).then(|| (log.clone(), info.last_offset + 1)),
+                wait_for: (acks == -1)
+                    .then(|| (log.clone(), info.last_offset + 1, info.leader_epoch)),
             }
         }
         Err(LogError::MessageTooLarge { size, max }) => fail(
@@ -394,6 +430,10 @@ fn append_partition(
             fail(code, message)
         }
         // Deleted or shutting down: retriable, the client refreshes metadata.
+        Err(LogError::NotLeader) => fail(
+            ResponseError::NotLeaderOrFollower,
+            "this broker no longer leads the partition".into(),
+        ),
         Err(LogError::Closed) => fail(
             ResponseError::NotLeaderOrFollower,
             "the partition is being deleted or the broker is shutting down".into(),

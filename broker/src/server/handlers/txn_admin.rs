@@ -97,7 +97,9 @@ pub async fn write_txn_markers(
                     }
                     Ok(None) => ResponseError::UnknownTopicOrPartition.code(),
                     Err(LogError::Marker(_)) => ResponseError::InvalidProducerEpoch.code(),
-                    Err(LogError::Closed) => ResponseError::NotLeaderOrFollower.code(),
+                    Err(LogError::Closed | LogError::NotLeader) => {
+                        ResponseError::NotLeaderOrFollower.code()
+                    }
                     Err(e) => {
                         tracing::error!(topic = %t.name.0, partition = p, error = %e, "WriteTxnMarkers failed");
                         ResponseError::KafkaStorageError.code()

@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""Replication benchmark (issue 18): what replication factor 3 costs
+against 1 on the same three brokers, how long a failover takes, and how
+many bytes the followers copy per byte produced.
+
+Started by benches/replication.sh (builds the broker and the test venv).
+
+One etcd member (Debian's etcd-server) and three brokers (release binary)
+on loopback, data on tmpfs unless --data-on-disk (this VM's disk stalls
+fdatasync at random: benches/store_faults.py). Phases alternate on the
+same cluster, so the ratios compare figures measured seconds apart:
+
+- rf1 / rf3 throughput: --records records of --value-bytes bytes (no key,
+  uncompressed) to a fresh topic of --partitions partitions at that
+  replication factor (rf3 with min.insync.replicas=2), confluent-kafka,
+  acks=all, idempotent, linger.ms=5; produce all, then flush().
+- rf1 / rf3 latency: --rate records/s for --latency-seconds, each
+  record's time from produce() to its delivery report (p50, p99).
+Each phase starts after one acknowledged record per partition (warm-up:
+the producer id, connections, leaders and followers in place).
+Order: (rf1, rf3) x --rounds. The summary's ratio is the median rf3
+records/s over the median rf1 records/s, and the same for latencies.
+
+After the last rf3 throughput phase: the bytes of the topic's segment
+files on the followers over those on the leaders (2.0 means each
+follower holds exactly one copy: nothing fetched twice survives).
+
+Failover (--failovers times): a topic of one partition at RF=3 and
+min.insync.replicas=2; the leader is killed with SIGKILL and the clock
+runs until an acks=all record sent after the kill is acknowledged (the
+client retries until then). The killed broker is started again and
+rejoins the ISR before the next round. With Kafka's default
+broker.session.timeout.ms (9 s, --session-ms) this is dominated by the
+session timeout: the controller elects a new leader once the dead
+broker's lease expires.
+
+Writes bench-results/replication-<time>.json and prints a table.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+E2E = REPO / "tests" / "e2e"
+sys.path.insert(0, str(E2E))
+
+import kutil  # noqa: E402
+from confluent_kafka.admin import NewTopic  # noqa: E402
+from etcdutil import EtcdCluster  # noqa: E402
+from strata_broker import Broker  # noqa: E402
+
+
+def quantile(xs, q):
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+class Cluster:
+    def __init__(self, args, base: Path):
+        self.args = args
+        self.etcd = EtcdCluster(base / "etcd", members=1)
+        prefix = kutil.unique("bench")
+        settings = {"broker.session.timeout.ms": args.session_ms,
+                    "broker.heartbeat.interval.ms": max(100, args.session_ms // 4)}
+        self.brokers = {}
+        for node in (1, 2, 3):
+            b = Broker(data_dir=base / f"b{node}" / "data", settings=settings, name=f"b{node}",
+                       extra_args=["--metadata", self.etcd.url(prefix), "--node-id", str(node)])
+            b.start()
+            self.brokers[node] = b
+        self.admin = kutil.admin(self.brokers[1].bootstrap)
+        kutil.wait_until(lambda: len(self.admin.list_topics(timeout=10).brokers) == 3, 30, 0.2,
+                         "three brokers")
+
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values() if b.alive())
+
+    def create(self, name: str, partitions: int, rf: int) -> str:
+        config = {"min.insync.replicas": "2"} if rf == 3 else {}
+        f = self.admin.create_topics([NewTopic(name, partitions, rf, config=config)])
+        f[name].result(timeout=30)
+
+        def ready():
+            t = self.admin.list_topics(topic=name, timeout=10).topics[name]
+            return not t.error and len(t.partitions) == partitions and all(
+                len(p.isrs) == rf and p.leader >= 0 for p in t.partitions.values())
+        kutil.wait_until(ready, 30, 0.1, f"{name} ready")
+        return name
+
+    def delete(self, name: str):
+        self.admin.delete_topics([name], operation_timeout=30)[name].result(timeout=60)
+
+    def leaders(self, topic: str) -> dict[int, int]:
+        t = self.admin.list_topics(topic=topic, timeout=10).topics[topic]
+        return {p: pm.leader for p, pm in t.partitions.items()}
+
+    def close(self):
+        for b in self.brokers.values():
+            b.close()
+        self.etcd.close()
+
+
+def values(n_bytes: int) -> list[bytes]:
+    rnd = os.urandom(n_bytes * 256)
+    return [rnd[i * n_bytes:(i + 1) * n_bytes] for i in range(256)]
+
+
+def producer(c: Cluster, **conf):
+    return kutil.producer(c.bootstrap(), **{"enable.idempotence": True, "acks": "all",
+                                             "linger.ms": 5, "compression.type": "none", **conf})
+
+
+def warm_up(p, topic: str, partitions: int):
+    """One acknowledged record per partition before the clock: the
+    producer id, connections and leaders are in place, and the followers
+    fetch."""
+    for part in range(partitions):
+        p.produce(topic, value=b"warm-up", partition=part)
+    assert p.flush(60) == 0
+
+
+def throughput(c: Cluster, args, rf: int, vals, keep: bool = False) -> dict:
+    topic = c.create(kutil.unique(f"rf{rf}"), args.partitions, rf)
+    p = producer(c)
+    warm_up(p, topic, args.partitions)
+    t0 = time.perf_counter()
+    for i in range(args.records):
+        while True:
+            try:
+                p.produce(topic, value=vals[i & 255])
+                break
+            except BufferError:
+                p.poll(0.005)
+        if i & 1023 == 0:
+            p.poll(0)
+    assert p.flush(300) == 0, "records left unacknowledged"
+    wall = time.perf_counter() - t0
+    res = {"phase": f"rf{rf}-throughput", "records": args.records, "wall_s": wall,
+           "records_per_s": args.records / wall,
+           "MBps": args.records * args.value_bytes / 1e6 / wall}
+    if keep:
+        res["topic"] = topic
+    else:
+        c.delete(topic)
+    return res
+
+
+def latency(c: Cluster, args, rf: int, vals) -> dict:
+    topic = c.create(kutil.unique(f"lat{rf}"), args.partitions, rf)
+    p = producer(c)
+    warm_up(p, topic, args.partitions)
+    lat: list[float] = []
+    errors: list = []
+    n = int(args.rate * args.latency_seconds)
+    start = time.perf_counter()
+    for i in range(n):
+        due = start + i / args.rate
+        now = time.perf_counter()
+        if due > now:
+            time.sleep(due - now)
+        sent = time.perf_counter()
+
+        def done(err, _m, sent=sent):
+            if err:
+                errors.append(err)
+            else:
+                lat.append((time.perf_counter() - sent) * 1000)
+        p.produce(topic, value=vals[i & 255], on_delivery=done)
+        p.poll(0)
+    assert p.flush(60) == 0 and not errors, errors[:3]
+    c.delete(topic)
+    return {"phase": f"rf{rf}-latency", "records": n, "rate": args.rate,
+            "p50_ms": quantile(lat, 0.5), "p99_ms": quantile(lat, 0.99), "max_ms": max(lat)}
+
+
+def copies(c: Cluster, topic: str) -> dict:
+    """Segment bytes on leaders and on followers of `topic`."""
+    leaders = c.leaders(topic)
+    lead = follow = 0
+    for node, b in c.brokers.items():
+        for d in Path(b.data_dir).glob(f"{topic}-*"):
+            p = int(d.name.rsplit("-", 1)[1])
+            size = sum(f.stat().st_size for f in d.glob("*.log"))
+            if leaders.get(p) == node:
+                lead += size
+            else:
+                follow += size
+    return {"leader_bytes": lead, "follower_bytes": follow,
+            "follower_bytes_per_produced_byte": follow / lead if lead else None}
+
+
+def failovers(c: Cluster, args) -> list[float]:
+    topic = c.create(kutil.unique("failover"), 1, 3)
+    out = []
+    for _ in range(args.failovers):
+        leader = c.leaders(topic)[0]
+        victim = c.brokers[leader]
+        p = producer(c, **{"message.timeout.ms": 120000, "linger.ms": 0})
+        p.produce(topic, value=b"before")
+        assert p.flush(30) == 0
+        acked = threading.Event()
+        victim.kill9()
+        t0 = time.perf_counter()
+        p.produce(topic, value=b"after", on_delivery=lambda err, _m: err or acked.set())
+        while not acked.is_set() and time.perf_counter() - t0 < 120:
+            p.poll(0.01)
+        assert acked.is_set(), "no acknowledgement within 120 s of the kill"
+        out.append(time.perf_counter() - t0)
+        p.flush(10)
+        victim.start()
+
+        def full_isr():
+            t = c.admin.list_topics(topic=topic, timeout=10).topics[topic]
+            return len(t.partitions[0].isrs) == 3
+        kutil.wait_until(full_isr, 60, 0.2, "the killed broker back in the ISR")
+    c.delete(topic)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--value-bytes", type=int, default=1024)
+    ap.add_argument("--partitions", type=int, default=6)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rate", type=int, default=2000)
+    ap.add_argument("--latency-seconds", type=float, default=5.0)
+    ap.add_argument("--failovers", type=int, default=3)
+    ap.add_argument("--session-ms", type=int, default=9000)
+    ap.add_argument("--data-on-disk", action="store_true")
+    args = ap.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="strata-repl-bench-",
+                                 dir=None if args.data_on_disk else "/dev/shm"))
+    vals = values(args.value_bytes)
+    c = Cluster(args, base)
+    phases = []
+    try:
+        for r in range(args.rounds):
+            for rf in (1, 3):
+                last = r == args.rounds - 1 and rf == 3
+                res = throughput(c, args, rf, vals, keep=last)
+                if last:
+                    res.update(copies(c, res["topic"]))
+                    c.delete(res.pop("topic"))
+                phases.append(res)
+                print(json.dumps(res), flush=True)
+                res = latency(c, args, rf, vals)
+                phases.append(res)
+                print(json.dumps(res), flush=True)
+        fo = failovers(c, args)
+    finally:
+        c.close()
+
+    def med(kind, key):
+        xs = [p[key] for p in phases if p["phase"] == kind]
+        return statistics.median(xs) if xs else None
+    summary = {
+        "rf1_records_per_s": med("rf1-throughput", "records_per_s"),
+        "rf3_records_per_s": med("rf3-throughput", "records_per_s"),
+        "rf1_p50_ms": med("rf1-latency", "p50_ms"), "rf3_p50_ms": med("rf3-latency", "p50_ms"),
+        "rf1_p99_ms": med("rf1-latency", "p99_ms"), "rf3_p99_ms": med("rf3-latency", "p99_ms"),
+        "failover_s": fo, "session_timeout_ms": args.session_ms,
+        "follower_bytes_per_produced_byte": next(
+            (p["follower_bytes_per_produced_byte"] for p in phases if "follower_bytes" in p), None),
+    }
+    summary["rf3_over_rf1_throughput"] = summary["rf3_records_per_s"] / summary["rf1_records_per_s"]
+    summary["rf3_over_rf1_p99"] = summary["rf3_p99_ms"] / summary["rf1_p99_ms"]
+    out = REPO / "bench-results"
+    out.mkdir(exist_ok=True)
+    path = out / f"replication-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps({"args": vars(args), "phases": phases, "summary": summary}, indent=2))
+    print(json.dumps(summary, indent=2))
+    print(f"written to {path}")
+    shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+//! A partition log's replication state: whether this broker leads it or
+//! follows, at which leader epoch, the in-sync replicas, how far each
+//! follower has durably copied the log, and the high watermark that
+//! follows from them (docs/replication.md, docs/durability.md).
+//!
+//! The high watermark is the durable prefix every in-sync replica holds:
+//! on a leader the minimum of its own flushed end and each in-sync
+//! follower's fetch offset (a follower fetches from its fsynced end); on a
+//! follower the minimum of its flushed end and the leader's high watermark.
+//! A single broker leads every partition with itself as the only in-sync
+//! replica, so its high watermark is its flushed end, as before.
+//!
+//! Role changes take the log's lock first, so an append or a truncation
+//! in progress finishes under the role it started with, and every append
+//! checks the role (leader appends, follower copies at its epoch) under
+//! that lock. The high watermark is only moved under this state's lock.
+//!
+//! This file holds the state and the high watermark rule; the log's
+//! methods that change it are in `replicas.rs`. It never talks to the
+//! network or the cluster store (the replication module feeds it and
+//! writes ISR changes).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Instant;
+
+/// How far one follower has copied the leader's log.
+#[derive(Debug, Clone, Copy)]
+pub struct FollowerProgress {
+    /// The follower's durable end: the offset of its last fetch (-1: it
+    /// has not fetched since this leadership began).
+    pub end: i64,
+    pub last_fetch: Option<Instant>,
+    /// When the follower last had everything the leader had (Kafka's
+    /// `lastCaughtUpTimeMs`): what `replica.lag.time.max.ms` is measured
+    /// from. An in-sync follower starts caught up when leadership begins.
+    pub last_caught_up: Option<Instant>,
+    /// The leader's log end at the previous fetch.
+    pub(super) leader_end_at_last_fetch: i64,
+}
+
+impl FollowerProgress {
+    pub(super) fn unknown(caught_up: Option<Instant>) -> Self {
+        FollowerProgress {
+            end: -1,
+            last_fetch: None,
+            last_caught_up: caught_up,
+            leader_end_at_last_fetch: -1,
+        }
+    }
+}
+
+/// A follower's addition to the ISR not yet seen in the store: written at
+/// this store revision (`IN_FLIGHT` while the write is under way).
+pub(super) const IN_FLIGHT: i64 = i64::MAX;
+
+#[derive(Debug)]
+pub(super) enum Role {
+    /// This broker appends, stamping `epoch` (-1: a single broker, which
+    /// stamps the log's own epoch). `isr` holds every in-sync replica but
+    /// this one (empty: the leader alone); `pending` the followers whose
+    /// addition is being written (counted already, as Kafka's maximal
+    /// ISR).
+    Leader {
+        epoch: i32,
+        isr: BTreeSet<i32>,
+        pending: BTreeMap<i32, i64>,
+        followers: HashMap<i32, FollowerProgress>,
+    },
+    /// This broker copies `leader`'s log at `epoch` (leader -1: not known
+    /// yet, e.g. at start in a cluster).
+    Follower {
+        leader: i32,
+        epoch: i32,
+        leader_high_watermark: i64,
+    },
+}
+
+#[derive(Debug)]
+pub(super) struct ReplicaState {
+    pub(super) role: Role,
+    /// This broker's node id (-1 until the cluster layer sets a role).
+    pub(super) me: i32,
+    /// The end of the log's fsynced prefix.
+    pub(super) durable_end: i64,
+    /// ISR shrinks and expands this broker wrote as leader (a metric to
+    /// alarm on: flapping is the first sign of a bad disk or network).
+    pub(super) isr_shrinks: u64,
+    pub(super) isr_expands: u64,
+}
+
+impl ReplicaState {
+    /// A single broker's log: it leads, alone.
+    pub(super) fn new(durable_end: i64) -> Self {
+        ReplicaState {
+            role: Role::Leader {
+                epoch: -1,
+                isr: BTreeSet::new(),
+                pending: BTreeMap::new(),
+                followers: HashMap::new(),
+            },
+            me: -1,
+            durable_end,
+            isr_shrinks: 0,
+            isr_expands: 0,
+        }
+    }
+
+    /// The high watermark this state allows (before the never-backwards
+    /// rule).
+    pub(super) fn high_watermark_target(&self, current: i64) -> i64 {
+        match &self.role {
+            Role::Leader {
+                isr,
+                pending,
+                followers,
+                ..
+            } => {
+                let mut hw = self.durable_end;
+                for id in isr.iter().chain(pending.keys()) {
+                    // An in-sync follower that has not fetched since this
+                    // broker took over holds the high watermark where it is.
+                    let end = followers
+                        .get(id)
+                        .filter(|f| f.end >= 0)
+                        .map_or(current, |f| f.end);
+                    hw = hw.min(end);
+                }
+                hw
+            }
+            Role::Follower {
+                leader_high_watermark,
+                ..
+            } => self.durable_end.min(*leader_high_watermark),
+        }
+    }
+}
+
+/// What a leader changes in its ISR now (see [`PartitionLog::isr_review`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IsrReview {
+    /// In-sync followers that have not caught up within the lag limit.
+    pub out_of_sync: Vec<i32>,
+    /// Live followers outside the ISR that hold everything up to the high
+    /// watermark and the current epoch's start; already counted toward
+    /// the high watermark (pending) when this is returned.
+    pub caught_up: Vec<i32>,
+}

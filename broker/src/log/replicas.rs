@@ -1,0 +1,386 @@
+//! The partition log's replication methods: taking a role (lead, follow,
+//! wait for the store), the checks every write makes under the log's lock,
+//! follower progress and the ISR review, and moving the high watermark
+//! (`replica_state.rs` holds the state and the rule; docs/replication.md).
+//!
+//! Lock order: the log's `inner`, then `epochs`, then the replication
+//! state; the high watermark channel is written only under the latter.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::Ordering;
+use std::sync::MutexGuard;
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use super::partition_log::{LogError, LogInner, PartitionLog};
+use super::replica_state::{FollowerProgress, IsrReview, ReplicaState, Role, IN_FLIGHT};
+
+impl PartitionLog {
+    fn replicas(&self) -> MutexGuard<'_, ReplicaState> {
+        self.replica_state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Leads the partition at `epoch` with `isr` (this broker `me`
+    /// included or not), as the store says at `revision`. Follower
+    /// progress is kept across ISR changes at one epoch and starts unknown
+    /// at a new leadership; as Kafka's leader does on taking over, the
+    /// epoch starts at the current log end in the epoch cache.
+    pub fn become_leader(&self, me: i32, epoch: i32, isr: &[i32], revision: i64) {
+        let inner = self.lock();
+        let leo = inner.log_end_offset();
+        self.leader_epoch.fetch_max(epoch, Ordering::AcqRel);
+        {
+            let mut cache = self.epochs.lock().unwrap_or_else(|e| e.into_inner());
+            if cache.latest_epoch().is_none_or(|e| e < epoch) {
+                if let Err(e) = cache.assign(epoch, leo) {
+                    tracing::warn!(topic = %self.topic(), partition = self.partition(), error = %e,
+                        "cannot write the leader epoch checkpoint");
+                }
+            }
+        }
+        let mut st = self.replicas();
+        st.me = me;
+        let others: BTreeSet<i32> = isr.iter().copied().filter(|id| *id != me).collect();
+        let new_leadership = match st.role {
+            Role::Leader { epoch: led_at, .. } => led_at != epoch,
+            Role::Follower { .. } => true,
+        };
+        if new_leadership {
+            let now = Instant::now();
+            let followers = others
+                .iter()
+                .map(|id| (*id, FollowerProgress::unknown(Some(now))))
+                .collect();
+            st.role = Role::Leader {
+                epoch,
+                isr: others,
+                pending: BTreeMap::new(),
+                followers,
+            };
+        } else if let Role::Leader { isr, pending, .. } = &mut st.role {
+            // A pending addition is settled once the store shows it, or
+            // shows a state at least as new as its write (then without it).
+            pending.retain(|id, written| !others.contains(id) && *written > revision);
+            *isr = others;
+        }
+        self.advance_high_watermark_locked(&st);
+        drop(st);
+        drop(inner);
+    }
+
+    /// Follows `leader` at `epoch`: appends now come only from
+    /// [`Self::append_as_follower`] at that epoch. The epoch cache is left
+    /// to the leader's batches.
+    pub fn become_follower(&self, me: i32, epoch: i32, leader: i32) {
+        let _inner = self.lock();
+        self.leader_epoch.fetch_max(epoch, Ordering::AcqRel);
+        let mut st = self.replicas();
+        st.me = me;
+        let current = self.high_watermark();
+        match &mut st.role {
+            Role::Follower {
+                leader: l,
+                epoch: e,
+                ..
+            } if *e <= epoch => {
+                *l = leader;
+                *e = epoch;
+            }
+            Role::Follower { .. } => {}
+            role => {
+                *role = Role::Follower {
+                    leader,
+                    epoch,
+                    leader_high_watermark: current,
+                }
+            }
+        }
+    }
+
+    /// In a cluster, before the store assigns a role: the log neither
+    /// appends nor serves, and its high watermark falls back to the log
+    /// start (what the replicas hold is learnt again from the leader, so
+    /// a restarted broker never shows records no follower has).
+    pub fn await_assignment(&self) {
+        let inner = self.lock();
+        let start = inner.log_start_offset;
+        let mut st = self.replicas();
+        st.role = Role::Follower {
+            leader: -1,
+            epoch: -1,
+            leader_high_watermark: start,
+        };
+        self.high_watermark.send_replace(start);
+        drop(st);
+        drop(inner);
+    }
+
+    /// The epoch a leader's append is stamped with; refused on a
+    /// follower. Called with the log's lock held.
+    pub(super) fn append_epoch(&self, _inner: &LogInner) -> Result<i32, LogError> {
+        match self.replicas().role {
+            Role::Leader { epoch, .. } if epoch >= 0 => Ok(epoch),
+            Role::Leader { .. } => Ok(self.leader_epoch()),
+            Role::Follower { .. } => Err(LogError::NotLeader),
+        }
+    }
+
+    /// A follower's write (copy or truncation) for the leadership at
+    /// `epoch`: refused once the log follows a newer one or leads. Called
+    /// with the log's lock held.
+    pub(super) fn check_follower_epoch(
+        &self,
+        _inner: &LogInner,
+        epoch: i32,
+    ) -> Result<(), LogError> {
+        match self.replicas().role {
+            Role::Follower { epoch: e, .. } if e == epoch => Ok(()),
+            _ => Err(LogError::StaleLeaderEpoch { epoch }),
+        }
+    }
+
+    /// The log waits for the store to give it a role (`await_assignment`).
+    pub fn awaits_assignment(&self) -> bool {
+        matches!(
+            self.replicas().role,
+            Role::Follower {
+                leader: -1,
+                epoch: -1,
+                ..
+            }
+        )
+    }
+
+    /// This broker leads the partition (a single broker always does).
+    pub fn is_leader(&self) -> bool {
+        matches!(self.replicas().role, Role::Leader { .. })
+    }
+
+    /// This broker still leads at `epoch` (the epoch an append carried):
+    /// if so, nothing was truncated since that append.
+    pub fn leads_at(&self, epoch: i32) -> bool {
+        match self.replicas().role {
+            Role::Leader { epoch: e, .. } if e >= 0 => e == epoch,
+            Role::Leader { .. } => self.leader_epoch() == epoch,
+            Role::Follower { .. } => false,
+        }
+    }
+
+    /// The leader this broker follows, if it follows.
+    pub fn following(&self) -> Option<i32> {
+        match self.replicas().role {
+            Role::Follower { leader, .. } => Some(leader),
+            Role::Leader { .. } => None,
+        }
+    }
+
+    /// How many replicas are in sync, this leader included (acks=all's
+    /// `min.insync.replicas` check); 0 on a follower.
+    pub fn in_sync_replicas(&self) -> usize {
+        match &self.replicas().role {
+            Role::Leader { isr, .. } => isr.len() + 1,
+            Role::Follower { .. } => 0,
+        }
+    }
+
+    /// Records a follower's fetch at `fetch_offset` (its durable end) and
+    /// advances the high watermark. False when this broker does not lead.
+    pub fn record_follower_fetch(&self, replica: i32, fetch_offset: i64) -> bool {
+        let leader_end = self.log_end_offset();
+        let now = Instant::now();
+        let mut st = self.replicas();
+        let Role::Leader { followers, .. } = &mut st.role else {
+            return false;
+        };
+        let f = followers
+            .entry(replica)
+            .or_insert(FollowerProgress::unknown(None));
+        // Kafka's rule: caught up now if it has the whole log; caught up
+        // at its previous fetch if it has what the log held then.
+        if fetch_offset >= leader_end {
+            f.last_caught_up = Some(now);
+        } else if f.leader_end_at_last_fetch >= 0 && fetch_offset >= f.leader_end_at_last_fetch {
+            f.last_caught_up = f.last_caught_up.max(f.last_fetch);
+        }
+        f.end = fetch_offset.min(leader_end);
+        f.last_fetch = Some(now);
+        f.leader_end_at_last_fetch = leader_end;
+        self.advance_high_watermark_locked(&st);
+        true
+    }
+
+    /// Each follower's progress, as this leader knows it.
+    pub fn follower_progress(&self) -> Vec<(i32, FollowerProgress)> {
+        match &self.replicas().role {
+            Role::Leader { followers, .. } => followers.iter().map(|(id, f)| (*id, *f)).collect(),
+            Role::Follower { .. } => Vec::new(),
+        }
+    }
+
+    /// What should leave or join the ISR: in-sync followers behind the
+    /// log end that have not caught up within `max_lag` (Kafka's rule),
+    /// and `live` members of `replicas` outside it that hold everything up
+    /// to the high watermark and the current epoch's start and caught up
+    /// within `max_lag`. Those to join count toward the high watermark
+    /// from now on (checked and marked under one lock), until
+    /// [`Self::isr_addition_written`] or [`Self::isr_addition_failed`].
+    pub fn isr_review(
+        &self,
+        replicas: &[i32],
+        live: &BTreeSet<i32>,
+        max_lag: Duration,
+    ) -> IsrReview {
+        let leader_end = self.log_end_offset();
+        let epoch_start = self.epoch_start_offset();
+        let now = Instant::now();
+        let recent = |f: &FollowerProgress| {
+            f.last_caught_up
+                .is_some_and(|t| now.duration_since(t) <= max_lag)
+        };
+        let mut st = self.replicas();
+        let me = st.me;
+        let hw = *self.high_watermark.borrow();
+        let Role::Leader {
+            isr,
+            pending,
+            followers,
+            ..
+        } = &mut st.role
+        else {
+            return IsrReview::default();
+        };
+        let mut review = IsrReview::default();
+        for id in isr.iter() {
+            let in_sync = followers
+                .get(id)
+                .is_some_and(|f| f.end >= leader_end || recent(f));
+            if !in_sync {
+                review.out_of_sync.push(*id);
+            }
+        }
+        for id in replicas {
+            if *id == me || isr.contains(id) || pending.contains_key(id) || !live.contains(id) {
+                continue;
+            }
+            if followers
+                .get(id)
+                .is_some_and(|f| f.end >= hw && f.end >= epoch_start && recent(f))
+            {
+                pending.insert(*id, IN_FLIGHT);
+                review.caught_up.push(*id);
+            }
+        }
+        review
+    }
+
+    /// The ISR change adding `id` was written at store `revision`: it
+    /// stays counted until a view at least that new is applied.
+    pub fn isr_addition_written(&self, id: i32, revision: i64) {
+        if let Role::Leader { pending, .. } = &mut self.replicas().role {
+            if let Some(r) = pending.get_mut(&id) {
+                *r = revision;
+            }
+        }
+    }
+
+    /// The ISR change adding `id` was not written: the store's ISR rules.
+    pub fn isr_addition_failed(&self, id: i32) {
+        let mut st = self.replicas();
+        if let Role::Leader { pending, .. } = &mut st.role {
+            pending.remove(&id);
+        }
+        self.advance_high_watermark_locked(&st);
+    }
+
+    /// Counts a written ISR change.
+    pub fn note_isr_change(&self, removed: u64, added: u64) {
+        let mut st = self.replicas();
+        st.isr_shrinks += u64::from(removed > 0);
+        st.isr_expands += u64::from(added > 0);
+    }
+
+    /// (ISR shrinks, ISR expands) this broker wrote for the partition.
+    pub fn isr_changes(&self) -> (u64, u64) {
+        let st = self.replicas();
+        (st.isr_shrinks, st.isr_expands)
+    }
+
+    /// A follower learnt the high watermark of the leader of `epoch`
+    /// (ignored once it follows another leadership).
+    pub fn set_leader_high_watermark(&self, hw: i64, epoch: i32) {
+        let mut st = self.replicas();
+        if let Role::Follower {
+            leader_high_watermark,
+            epoch: e,
+            ..
+        } = &mut st.role
+        {
+            if *e == epoch {
+                *leader_high_watermark = hw;
+            }
+        }
+        self.advance_high_watermark_locked(&st);
+    }
+
+    /// Wakes on every append (replica fetches wait for the log end, not
+    /// the high watermark).
+    pub fn subscribe_log_end(&self) -> watch::Receiver<i64> {
+        self.log_end.subscribe()
+    }
+
+    /// The end of the fsynced prefix: what a follower fetches from.
+    pub fn durable_end_offset(&self) -> i64 {
+        self.replicas().durable_end
+    }
+
+    /// Everything up to `end` is fsynced. Called with the log's lock held
+    /// (so a truncation cannot slip between the flush and this).
+    pub(super) fn set_durable_end(&self, inner: &LogInner, end: i64) {
+        let mut st = self.replicas();
+        st.durable_end = st.durable_end.max(end.min(inner.log_end_offset()));
+        self.advance_high_watermark_locked(&st);
+    }
+
+    /// Moves the high watermark to what `st` allows; it never goes back
+    /// (truncation lowers it explicitly, under the same lock).
+    fn advance_high_watermark_locked(&self, st: &ReplicaState) {
+        let current = *self.high_watermark.borrow();
+        let target = st.high_watermark_target(current);
+        self.high_watermark.send_if_modified(|hw| {
+            if target > *hw {
+                *hw = target;
+                true
+            } else {
+                false
+            }
+        });
+    }
+
+    /// After a truncation to `end` (the log's lock held): the durable end
+    /// and high watermark go back with the log.
+    pub(super) fn reset_ends_after_truncation(&self, _inner: &LogInner, end: i64) {
+        let mut st = self.replicas();
+        // The truncation fsynced what it kept (the cut segment, the
+        // directory; earlier segments were sealed): the log is durable to
+        // its new end, also when an emptied log now starts above it.
+        st.durable_end = end;
+        if let Role::Follower {
+            leader_high_watermark,
+            ..
+        } = &mut st.role
+        {
+            *leader_high_watermark = (*leader_high_watermark).min(end);
+        }
+        self.high_watermark.send_if_modified(|hw| {
+            if *hw > end {
+                *hw = end;
+                true
+            } else {
+                false
+            }
+        });
+        drop(st);
+        self.log_end.send_replace(end);
+    }
+}

@@ -1,0 +1,559 @@
+//! `ReplicaFetcher`: one task per leader broker this broker follows
+//! partitions of (Kafka's `ReplicaFetcherThread`). For each partition it
+//! first asks the leader where its own newest epoch ended
+//! (OffsetForLeaderEpoch) and truncates a divergent tail there; then it
+//! fetches from its log end with its node id as `replica_id`, appends the
+//! leader's batches as they are, fsyncs them, and only then fetches again:
+//! the fetch offset the leader sees is always this replica's durable end
+//! (docs/durability.md). The leader's high watermark comes back with
+//! every fetch.
+//!
+//! It owns the connection to one leader and the per-partition fetch
+//! state; which partitions it serves is the replica manager's decision.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::offset_for_leader_epoch_request::{
+    OffsetForLeaderPartition, OffsetForLeaderTopic,
+};
+use kafka_protocol::messages::{
+    BrokerId, FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use super::client::{BrokerClient, ClientError};
+use crate::cluster::view::ClusterView;
+use crate::log::PartitionLog;
+
+/// Fetch versions this client speaks (replica id in the request body,
+/// topics by name).
+const FETCH_VERSION: i16 = 12;
+const OFFSET_FOR_LEADER_EPOCH_VERSION: i16 = 4;
+const LIST_OFFSETS_VERSION: i16 = 7;
+/// How soon a partition whose leader is not ready yet is asked again.
+const LEADER_NOT_READY_RETRY: Duration = Duration::from_millis(50);
+/// ListOffsets' earliest-local timestamp (KIP-405).
+const EARLIEST_LOCAL: i64 = -4;
+
+/// The fetcher's settings (`replica.*` broker configs).
+#[derive(Debug, Clone, Copy)]
+pub struct FetcherSettings {
+    pub me: i32,
+    pub max_bytes_per_partition: i32,
+    pub max_bytes: i32,
+    pub max_wait: Duration,
+    pub backoff: Duration,
+    pub socket_timeout: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Find the divergence point with the leader first.
+    Truncating,
+    Fetching,
+    /// Refused (stale epoch, not leader yet): retry after this instant.
+    Delayed(Instant),
+}
+
+#[derive(Debug, Clone)]
+struct Followed {
+    log: Arc<PartitionLog>,
+    leader_epoch: i32,
+    phase: Phase,
+}
+
+type Key = (String, i32);
+
+/// A running fetcher; dropping it stops the task.
+pub struct ReplicaFetcher {
+    leader: i32,
+    partitions: Arc<Mutex<BTreeMap<Key, Followed>>>,
+    changed: Arc<Notify>,
+    stop: watch::Sender<bool>,
+}
+
+impl Drop for ReplicaFetcher {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+impl ReplicaFetcher {
+    pub fn start(leader: i32, view: ClusterView, settings: FetcherSettings) -> ReplicaFetcher {
+        let partitions = Arc::new(Mutex::new(BTreeMap::new()));
+        let changed = Arc::new(Notify::new());
+        let (stop, stopped) = watch::channel(false);
+        let task = FetcherTask {
+            leader,
+            view,
+            settings,
+            partitions: partitions.clone(),
+            changed: changed.clone(),
+            stopped,
+            round: 0,
+        };
+        tokio::spawn(
+            task.run()
+                .instrument(tracing::info_span!("replica_fetcher", leader)),
+        );
+        ReplicaFetcher {
+            leader,
+            partitions,
+            changed,
+            stop,
+        }
+    }
+
+    pub fn leader(&self) -> i32 {
+        self.leader
+    }
+
+    /// Serves exactly `wanted` ((topic, partition) → log and leader
+    /// epoch). A partition new here, or at a new epoch, starts by
+    /// truncating.
+    pub fn set_partitions(&self, wanted: BTreeMap<Key, (Arc<PartitionLog>, i32)>) {
+        let mut parts = self.partitions.lock().unwrap_or_else(|e| e.into_inner());
+        parts.retain(|k, _| wanted.contains_key(k));
+        let mut changed = false;
+        for (k, (log, epoch)) in wanted {
+            match parts.get_mut(&k) {
+                Some(f) if f.leader_epoch == epoch && Arc::ptr_eq(&f.log, &log) => {}
+                _ => {
+                    parts.insert(
+                        k,
+                        Followed {
+                            log,
+                            leader_epoch: epoch,
+                            phase: Phase::Truncating,
+                        },
+                    );
+                    changed = true;
+                }
+            }
+        }
+        drop(parts);
+        if changed {
+            self.changed.notify_one();
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.partitions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+}
+
+struct FetcherTask {
+    leader: i32,
+    view: ClusterView,
+    settings: FetcherSettings,
+    partitions: Arc<Mutex<BTreeMap<Key, Followed>>>,
+    changed: Arc<Notify>,
+    stopped: watch::Receiver<bool>,
+    round: usize,
+}
+
+impl FetcherTask {
+    fn is_stopped(&self) -> bool {
+        *self.stopped.borrow()
+    }
+
+    async fn pause(&mut self, d: Duration) {
+        let mut stopped = self.stopped.clone();
+        tokio::select! {
+            _ = tokio::time::sleep(d) => {}
+            _ = stopped.changed() => {}
+            _ = self.changed.notified() => {}
+        }
+    }
+
+    async fn run(mut self) {
+        while !self.is_stopped() {
+            let Some(reg) = self
+                .view
+                .snapshot()
+                .brokers
+                .get(&self.leader)
+                .map(|b| b.registration.clone())
+            else {
+                self.pause(self.settings.backoff).await;
+                continue;
+            };
+            let client = BrokerClient::connect(
+                self.leader,
+                &reg.host,
+                reg.port,
+                format!("strata-replica-fetcher-{}", self.settings.me),
+                // The first batch may exceed the fetch's limits (a topic's
+                // max.message.bytes): room for it, within a bound.
+                self.settings
+                    .max_bytes
+                    .max(self.settings.max_bytes_per_partition) as usize
+                    + (128 << 20),
+                self.settings.socket_timeout,
+            )
+            .await;
+            let mut client = match client {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::debug!(error = %e, "cannot reach the leader");
+                    self.pause(self.settings.backoff).await;
+                    continue;
+                }
+            };
+            if let Err(e) = self.serve(&mut client).await {
+                tracing::info!(error = %e, "replica fetcher lost its connection; reconnecting");
+                self.pause(self.settings.backoff).await;
+            }
+        }
+    }
+
+    /// Fetch rounds over one connection until it fails or the task stops.
+    async fn serve(&mut self, client: &mut BrokerClient) -> Result<(), ClientError> {
+        while !self.is_stopped() {
+            let now = Instant::now();
+            let snapshot: Vec<(Key, Followed)> = {
+                let mut parts = self.partitions.lock().unwrap_or_else(|e| e.into_inner());
+                for f in parts.values_mut() {
+                    if matches!(f.phase, Phase::Delayed(t) if t <= now) {
+                        f.phase = Phase::Truncating;
+                    }
+                }
+                parts.iter().map(|(k, f)| (k.clone(), f.clone())).collect()
+            };
+            let truncating: Vec<_> = snapshot
+                .iter()
+                .filter(|(_, f)| f.phase == Phase::Truncating)
+                .cloned()
+                .collect();
+            if !truncating.is_empty() {
+                self.truncate(client, truncating).await?;
+                continue;
+            }
+            let mut fetching: Vec<_> = snapshot
+                .into_iter()
+                .filter(|(_, f)| f.phase == Phase::Fetching)
+                .collect();
+            // A different partition first each round: one that keeps
+            // returning data cannot starve the rest of the response.
+            if !fetching.is_empty() {
+                let n = fetching.len();
+                fetching.rotate_left(self.round % n);
+                self.round = self.round.wrapping_add(1);
+            }
+            if fetching.is_empty() {
+                // Nothing to fetch now: wait for a change or a delay to end.
+                self.pause(Duration::from_millis(100)).await;
+                continue;
+            }
+            self.fetch(client, fetching).await?;
+        }
+        Ok(())
+    }
+
+    fn set_phase(&self, key: &Key, epoch: i32, phase: Phase) {
+        let mut parts = self.partitions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = parts.get_mut(key) {
+            // A newer assignment replaced it meanwhile: keep that.
+            if f.leader_epoch == epoch {
+                f.phase = phase;
+            }
+        }
+    }
+
+    fn delay(&self) -> Phase {
+        Phase::Delayed(Instant::now() + self.settings.backoff)
+    }
+
+    /// After a partition error: a leader that has not applied its own
+    /// leadership yet (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH, an
+    /// unknown partition) is asked again soon, as it will within moments
+    /// of the store's change; anything else waits `replica.fetch.backoff.ms`.
+    fn delay_after(&self, e: Option<ResponseError>) -> Phase {
+        match e {
+            Some(
+                ResponseError::NotLeaderOrFollower
+                | ResponseError::UnknownLeaderEpoch
+                | ResponseError::UnknownTopicOrPartition,
+            ) => Phase::Delayed(Instant::now() + self.settings.backoff.min(LEADER_NOT_READY_RETRY)),
+            _ => self.delay(),
+        }
+    }
+
+    /// OffsetForLeaderEpoch for `parts`, then truncation to where each
+    /// log and the leader's agree.
+    async fn truncate(
+        &self,
+        client: &mut BrokerClient,
+        parts: Vec<(Key, Followed)>,
+    ) -> Result<(), ClientError> {
+        let mut by_topic: BTreeMap<&str, Vec<OffsetForLeaderPartition>> = BTreeMap::new();
+        let mut ready = Vec::new();
+        for ((topic, p), f) in &parts {
+            let Some(epoch) = f.log.latest_epoch_in_log() else {
+                // An empty log has nothing to diverge: fetch from its end.
+                ready.push(((topic.clone(), *p), f.leader_epoch));
+                continue;
+            };
+            let mut q = OffsetForLeaderPartition::default();
+            q.partition = *p;
+            q.current_leader_epoch = f.leader_epoch;
+            q.leader_epoch = epoch;
+            by_topic.entry(topic.as_str()).or_default().push(q);
+        }
+        for (key, epoch) in ready {
+            self.set_phase(&key, epoch, Phase::Fetching);
+        }
+        if by_topic.is_empty() {
+            return Ok(());
+        }
+        let mut req = OffsetForLeaderEpochRequest::default();
+        req.replica_id = BrokerId(self.settings.me);
+        for (topic, partitions) in by_topic {
+            let mut t = OffsetForLeaderTopic::default();
+            t.topic = TopicName(StrBytes::from_string(topic.to_string()));
+            t.partitions = partitions;
+            req.topics.push(t);
+        }
+        let resp = client
+            .send(
+                &req,
+                OFFSET_FOR_LEADER_EPOCH_VERSION,
+                self.settings.socket_timeout,
+            )
+            .await?;
+        for t in resp.topics {
+            for r in t.partitions {
+                let key = (t.topic.0.to_string(), r.partition);
+                let Some((_, f)) = parts.iter().find(|(k, _)| *k == key) else {
+                    continue;
+                };
+                if r.error_code != 0 {
+                    let e = ResponseError::try_from_code(r.error_code);
+                    tracing::debug!(topic = %key.0, partition = key.1, error = ?e,
+                        "leader refused OffsetForLeaderEpoch");
+                    self.set_phase(&key, f.leader_epoch, self.delay_after(e));
+                    continue;
+                }
+                let log = f.log.clone();
+                let (leader_epoch, leader_end) = (r.leader_epoch, r.end_offset);
+                let following = f.leader_epoch;
+                let result = tokio::task::spawn_blocking(move || {
+                    let target = divergence_point(&log, leader_epoch, leader_end);
+                    log.truncate_to(target, following).map(|()| target)
+                })
+                .await;
+                match result {
+                    Ok(Ok(_)) => self.set_phase(&key, f.leader_epoch, Phase::Fetching),
+                    Ok(Err(e)) => {
+                        tracing::warn!(topic = %key.0, partition = key.1, error = %e, "truncation failed");
+                        self.set_phase(&key, f.leader_epoch, self.delay());
+                    }
+                    Err(_) => self.set_phase(&key, f.leader_epoch, self.delay()),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One Fetch for `parts` and what follows from its answer.
+    async fn fetch(
+        &self,
+        client: &mut BrokerClient,
+        parts: Vec<(Key, Followed)>,
+    ) -> Result<(), ClientError> {
+        let mut req = FetchRequest::default();
+        req.replica_id = BrokerId(self.settings.me);
+        req.max_wait_ms = self.settings.max_wait.as_millis() as i32;
+        req.min_bytes = 1;
+        req.max_bytes = self.settings.max_bytes;
+        req.isolation_level = 0;
+        req.session_id = 0;
+        req.session_epoch = -1;
+        let mut offsets = BTreeMap::new();
+        // Grouped by topic in the (rotated) order of `parts`.
+        let mut by_topic: Vec<(&str, Vec<FetchPartition>)> = Vec::new();
+        for ((topic, p), f) in &parts {
+            let mut q = FetchPartition::default();
+            q.partition = *p;
+            q.current_leader_epoch = f.leader_epoch;
+            // The durable end: what the leader counts as this replica's
+            // copy (docs/durability.md). Batches above it that are already
+            // here come again and are skipped.
+            q.fetch_offset = f.log.durable_end_offset();
+            q.log_start_offset = f.log.log_start_offset();
+            q.partition_max_bytes = self.settings.max_bytes_per_partition;
+            offsets.insert((topic.clone(), *p), q.fetch_offset);
+            match by_topic.iter_mut().find(|(t, _)| *t == topic.as_str()) {
+                Some((_, qs)) => qs.push(q),
+                None => by_topic.push((topic.as_str(), vec![q])),
+            }
+        }
+        for (topic, partitions) in by_topic {
+            let mut t = FetchTopic::default();
+            t.topic = TopicName(StrBytes::from_string(topic.to_string()));
+            t.partitions = partitions;
+            req.topics.push(t);
+        }
+        let timeout = self.settings.max_wait + self.settings.socket_timeout;
+        let resp = client.send(&req, FETCH_VERSION, timeout).await?;
+        if resp.error_code != 0 {
+            tracing::debug!(error = ?ResponseError::try_from_code(resp.error_code), "leader refused the fetch");
+            for (key, f) in &parts {
+                self.set_phase(key, f.leader_epoch, self.delay());
+            }
+            return Ok(());
+        }
+        for t in resp.responses {
+            for r in t.partitions {
+                let key = (t.topic.0.to_string(), r.partition_index);
+                let Some((_, f)) = parts.iter().find(|(k, _)| *k == key) else {
+                    continue;
+                };
+                let fetch_offset = offsets.get(&key).copied().unwrap_or(-1);
+                match ResponseError::try_from_code(r.error_code) {
+                    None => {
+                        let log = f.log.clone();
+                        let records = r.records.unwrap_or_default();
+                        let hw = r.high_watermark;
+                        let epoch = f.leader_epoch;
+                        let appended = tokio::task::spawn_blocking(move || {
+                            let appended = if records.is_empty() {
+                                Ok(0)
+                            } else {
+                                log.append_as_follower(&records, epoch)
+                            };
+                            // Whatever went in is made durable before the
+                            // next fetch reports it.
+                            log.flush()?;
+                            appended?;
+                            log.set_leader_high_watermark(hw, epoch);
+                            Ok::<(), crate::log::LogError>(())
+                        })
+                        .await;
+                        match appended {
+                            Ok(Ok(())) => {}
+                            // Superseded by a newer assignment: it takes over.
+                            Ok(Err(crate::log::LogError::StaleLeaderEpoch { .. })) => {}
+                            Ok(Err(crate::log::LogError::NotContiguous { .. })) => {
+                                // Overlapping the leader's batches: diverged.
+                                // Look for the divergence again, after a pause.
+                                self.set_phase(&key, f.leader_epoch, self.delay())
+                            }
+                            Ok(Err(crate::log::LogError::Io(e))) => {
+                                // As the leader's flusher: an fsync failure
+                                // may have lost what it reported durable.
+                                tracing::error!(topic = %key.0, partition = key.1, error = %e,
+                                    "writing replicated records failed; stopping the broker");
+                                std::process::exit(70);
+                            }
+                            Ok(Err(e)) => {
+                                tracing::warn!(topic = %key.0, partition = key.1, error = %e,
+                                    "cannot append replicated records");
+                                self.set_phase(&key, f.leader_epoch, self.delay());
+                            }
+                            Err(_) => self.set_phase(&key, f.leader_epoch, self.delay()),
+                        }
+                    }
+                    Some(ResponseError::OffsetOutOfRange)
+                    | Some(ResponseError::OffsetMovedToTieredStorage) => {
+                        self.reset_start(client, &key, f, fetch_offset, r.log_start_offset)
+                            .await?;
+                    }
+                    Some(e) => {
+                        tracing::debug!(topic = %key.0, partition = key.1, error = ?e,
+                            "leader refused the partition's fetch");
+                        self.set_phase(&key, f.leader_epoch, self.delay_after(Some(e)));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The fetch offset is outside the leader's local log: below it, the
+    /// log restarts at the leader's first local offset (history stays in
+    /// the bucket); above it, the divergence is looked for again.
+    async fn reset_start(
+        &self,
+        client: &mut BrokerClient,
+        key: &Key,
+        f: &Followed,
+        fetch_offset: i64,
+        leader_log_start: i64,
+    ) -> Result<(), ClientError> {
+        let mut q = ListOffsetsPartition::default();
+        q.partition_index = key.1;
+        q.current_leader_epoch = f.leader_epoch;
+        q.timestamp = EARLIEST_LOCAL;
+        let mut t = ListOffsetsTopic::default();
+        t.name = TopicName(StrBytes::from_string(key.0.clone()));
+        t.partitions = vec![q];
+        let mut req = ListOffsetsRequest::default();
+        req.replica_id = BrokerId(self.settings.me);
+        req.topics = vec![t];
+        let resp = client
+            .send(&req, LIST_OFFSETS_VERSION, self.settings.socket_timeout)
+            .await?;
+        let local_start = resp
+            .topics
+            .first()
+            .and_then(|t| t.partitions.first())
+            .filter(|p| p.error_code == 0)
+            .map(|p| p.offset)
+            .unwrap_or(leader_log_start);
+        if fetch_offset >= local_start {
+            self.set_phase(key, f.leader_epoch, Phase::Truncating);
+            return Ok(());
+        }
+        let log = f.log.clone();
+        let epoch = f.leader_epoch;
+        let reset = tokio::task::spawn_blocking(move || {
+            log.truncate_fully_and_start_at(local_start, epoch)
+        })
+        .await;
+        match reset {
+            Ok(Ok(())) => {
+                tracing::info!(topic = %key.0, partition = key.1, offset = local_start,
+                    "follower restarts at the leader's local log start");
+                self.set_phase(key, f.leader_epoch, Phase::Fetching);
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(topic = %key.0, partition = key.1, error = %e, "cannot reset the log");
+                self.set_phase(key, f.leader_epoch, self.delay());
+            }
+            Err(_) => self.set_phase(key, f.leader_epoch, self.delay()),
+        }
+        Ok(())
+    }
+}
+
+/// Where a follower's log must end given the leader's answer for the
+/// follower's newest epoch (Kafka's KIP-101/279 rule): the smaller of the
+/// leader's end for the epoch it answered with and this log's own end for
+/// that epoch (the start of its first newer epoch), never past this log's
+/// end. When this log holds nothing at or below that epoch, everything it
+/// has is from epochs the leader never had: back to the log start. An
+/// unknown epoch truncates to the high watermark. The fetcher asks again
+/// if the logs still disagree.
+pub fn divergence_point(log: &PartitionLog, leader_epoch: i32, leader_end: i64) -> i64 {
+    let leo = log.log_end_offset();
+    if leader_epoch < 0 || leader_end < 0 {
+        return log.high_watermark().min(leo);
+    }
+    let (own_epoch, own_end) = log.end_offset_for_epoch(leader_epoch);
+    if own_epoch < 0 || own_end < 0 {
+        return log.local_log_start_offset();
+    }
+    leader_end.min(own_end).min(leo)
+}

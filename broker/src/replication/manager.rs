@@ -1,0 +1,247 @@
+//! The replica manager (the role half of Kafka's `ReplicaManager`): makes
+//! each partition log this broker hosts lead or follow as the store says,
+//! keeps one [`ReplicaFetcher`] per leader it follows, and, for the
+//! partitions it leads, reviews the ISR: a follower that has not caught up
+//! within `replica.lag.time.max.ms` leaves it, one that holds everything
+//! up to the high watermark joins it (docs/replication.md).
+//!
+//! It acts after the reconciler created the logs of a store revision; it
+//! never creates or removes logs, and writes only ISR changes.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::fetcher::{FetcherSettings, ReplicaFetcher};
+use super::isr::{alter_isr, bump_leader_epoch};
+use crate::cluster::store::ClusterStore;
+use crate::cluster::view::{ClusterSnapshot, ClusterView, PartitionEntry};
+use crate::config::BrokerConfig;
+use crate::log::PartitionLog;
+use crate::log_manager::LogManager;
+use crate::topic_name::is_internal;
+
+/// Settings read once at start.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplicationSettings {
+    pub fetcher: FetcherSettings,
+    pub max_lag: Duration,
+}
+
+impl ReplicationSettings {
+    pub fn from_config(me: i32, c: &BrokerConfig) -> Self {
+        let ms = |name: &str| Duration::from_millis(c.i64(name).max(0) as u64);
+        ReplicationSettings {
+            fetcher: FetcherSettings {
+                me,
+                max_bytes_per_partition: c.i32("replica.fetch.max.bytes"),
+                max_bytes: c.i32("replica.fetch.response.max.bytes"),
+                max_wait: ms("replica.fetch.wait.max.ms"),
+                backoff: ms("replica.fetch.backoff.ms"),
+                socket_timeout: ms("replica.socket.timeout.ms"),
+            },
+            max_lag: ms("replica.lag.time.max.ms"),
+        }
+    }
+}
+
+struct ReplicaManager {
+    me: i32,
+    store: Arc<dyn ClusterStore>,
+    view: ClusterView,
+    logs: Arc<LogManager>,
+    settings: ReplicationSettings,
+    fetchers: HashMap<i32, ReplicaFetcher>,
+}
+
+/// Starts the manager: it applies roles at every revision the reconciler
+/// reports in `applied`, and reviews ISRs on a timer, until `shutdown`.
+pub fn start(
+    store: Arc<dyn ClusterStore>,
+    view: ClusterView,
+    logs: Arc<LogManager>,
+    settings: ReplicationSettings,
+    mut applied: watch::Receiver<i64>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut m = ReplicaManager {
+        me: settings.fetcher.me,
+        store,
+        view,
+        logs,
+        settings,
+        fetchers: HashMap::new(),
+    };
+    let review_every =
+        (settings.max_lag / 2).clamp(Duration::from_millis(50), Duration::from_secs(1));
+    tokio::spawn(async move {
+        loop {
+            applied.borrow_and_update();
+            let snap = m.view.snapshot();
+            if snap.connected {
+                let restarted = m.apply_roles(&snap);
+                m.bump_epochs(restarted).await;
+                m.review_isrs(&snap).await;
+            }
+            tokio::select! {
+                r = applied.changed() => if r.is_err() { break },
+                _ = tokio::time::sleep(review_every) => {}
+                _ = shutdown.changed() => break,
+            }
+        }
+        m.fetchers.clear();
+    });
+}
+
+/// The hosted partitions of replicated topics on broker `me`, with their
+/// logs.
+fn hosted<'a>(
+    logs: &'a LogManager,
+    me: i32,
+    snap: &'a ClusterSnapshot,
+) -> impl Iterator<Item = (&'a str, i32, &'a PartitionEntry, Arc<PartitionLog>)> + 'a {
+    snap.partitions
+        .iter()
+        .filter(|(t, _)| !is_internal(t))
+        .flat_map(move |(topic, parts)| {
+            let local = logs.topic(topic).filter(|t| {
+                snap.topics
+                    .get(topic.as_str())
+                    .is_some_and(|e| e.record.id == t.id)
+            });
+            parts.iter().filter_map(move |(p, e)| {
+                if !e.state.replicas.contains(&me) {
+                    return None;
+                }
+                let log = local.as_ref()?.partition(*p)?;
+                Some((topic.as_str(), *p, e, log))
+            })
+        })
+}
+
+impl ReplicaManager {
+    /// Leaders lead with the store's ISR; followers follow, each leader's
+    /// partitions served by its fetcher. Returns the partitions the store
+    /// names this broker leader of in a state written before this process
+    /// registered, while their logs hold records: the leadership is the
+    /// previous incarnation's, and this one leads only at a new epoch
+    /// (the bump makes the state newer than the registration).
+    fn apply_roles(&mut self, snap: &ClusterSnapshot) -> Vec<(String, i32, PartitionEntry)> {
+        let mut restarted = Vec::new();
+        let mut wanted: BTreeMap<i32, BTreeMap<(String, i32), (Arc<PartitionLog>, i32)>> =
+            BTreeMap::new();
+        // This process's registration: a leadership written before it was
+        // this broker's previous incarnation's.
+        let registered_at = snap.brokers.get(&self.me).map(|b| b.broker_epoch);
+        for (topic, p, e, log) in hosted(&self.logs, self.me, snap) {
+            let s = &e.state;
+            if s.leader == self.me && log.awaits_assignment() {
+                let holds_records = log.log_end_offset() > 0 || log.latest_epoch_in_log().is_some();
+                match registered_at {
+                    // Not in the view yet: wait.
+                    None => continue,
+                    Some(at) if holds_records && e.mod_revision < at => {
+                        restarted.push((topic.to_string(), p, e.clone()));
+                        continue;
+                    }
+                    Some(_) => {}
+                }
+            }
+            if s.leader == self.me {
+                log.become_leader(self.me, s.leader_epoch, &s.isr, snap.revision);
+            } else {
+                log.become_follower(self.me, s.leader_epoch, s.leader);
+                if s.leader >= 0 {
+                    wanted
+                        .entry(s.leader)
+                        .or_default()
+                        .insert((topic.to_string(), p), (log, s.leader_epoch));
+                }
+            }
+        }
+        self.fetchers.retain(|leader, f| {
+            if !wanted.contains_key(leader) {
+                f.set_partitions(BTreeMap::new());
+                return false;
+            }
+            true
+        });
+        for (leader, parts) in wanted {
+            let f = self.fetchers.entry(leader).or_insert_with(|| {
+                ReplicaFetcher::start(leader, self.view.clone(), self.settings.fetcher)
+            });
+            f.set_partitions(parts);
+        }
+        restarted
+    }
+
+    /// Bumps the leader epoch of each partition a restarted leader takes
+    /// back; it leads once the view shows the new epoch.
+    async fn bump_epochs(&self, restarted: Vec<(String, i32, PartitionEntry)>) {
+        for (topic, p, entry) in restarted {
+            match bump_leader_epoch(self.store.as_ref(), &topic, p, &entry, self.me).await {
+                Ok(true) => tracing::info!(topic = %topic, partition = p,
+                    leader_epoch = entry.state.leader_epoch + 1, "leading again after a restart at a new epoch"),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(topic = %topic, partition = p, error = %e,
+                    "cannot bump the leader epoch; retrying"),
+            }
+        }
+    }
+
+    /// For each partition this broker leads: shrinks the ISR by the
+    /// followers that fell behind and expands it by the live ones caught
+    /// up. The roles follow when the view shows the change.
+    async fn review_isrs(&mut self, snap: &ClusterSnapshot) {
+        let live: BTreeSet<i32> = snap.brokers.keys().copied().collect();
+        let mut changes = Vec::new();
+        for (topic, p, e, log) in hosted(&self.logs, self.me, snap) {
+            if e.state.leader != self.me || !log.is_leader() {
+                continue;
+            }
+            let review = log.isr_review(&e.state.replicas, &live, self.settings.max_lag);
+            if review.out_of_sync.is_empty() && review.caught_up.is_empty() {
+                continue;
+            }
+            changes.push((topic.to_string(), p, e.clone(), log, review));
+        }
+        for (topic, p, entry, log, review) in changes {
+            let isr: Vec<i32> = entry
+                .state
+                .replicas
+                .iter()
+                .copied()
+                .filter(|id| {
+                    (entry.state.isr.contains(id) && !review.out_of_sync.contains(id))
+                        || review.caught_up.contains(id)
+                        || *id == self.me
+                })
+                .collect();
+            let written =
+                alter_isr(self.store.as_ref(), &topic, p, &entry, self.me, isr.clone()).await;
+            match written {
+                Ok(Some(revision)) => {
+                    tracing::info!(topic = %topic, partition = p, isr = ?isr,
+                        shrunk = ?review.out_of_sync, expanded = ?review.caught_up, "ISR changed");
+                    log.note_isr_change(
+                        review.out_of_sync.len() as u64,
+                        review.caught_up.len() as u64,
+                    );
+                    for id in &review.caught_up {
+                        log.isr_addition_written(*id, revision);
+                    }
+                }
+                outcome => {
+                    if let Err(e) = outcome {
+                        tracing::warn!(topic = %topic, partition = p, error = %e, "ISR change not written");
+                    }
+                    for id in &review.caught_up {
+                        log.isr_addition_failed(*id);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! Unit tests of the replication module's pure parts.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::fetcher::divergence_point;
+use crate::config::{BrokerConfig, TopicConfig};
+use crate::log::batch::{self, testing};
+use crate::log::partition_log::{PartitionLog, SharedConfig};
+use crate::log::read::Isolation;
+
+fn two_logs() -> (tempfile::TempDir, Arc<PartitionLog>, Arc<PartitionLog>) {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerConfig::load(None, &[]).unwrap();
+    let cfg = SharedConfig::new(TopicConfig::resolve(&broker, &BTreeMap::new()));
+    let leader = PartitionLog::create(&dir.path().join("a"), "t", 0, cfg.clone()).unwrap();
+    let follower = PartitionLog::create(&dir.path().join("b"), "t", 0, cfg).unwrap();
+    (dir, leader, follower)
+}
+
+fn append(log: &PartitionLog, b: &[u8]) {
+    let h = batch::validate_all(b).unwrap();
+    log.append(b, &h).unwrap();
+}
+
+fn replica_read(log: &PartitionLog, from: i64) -> Vec<u8> {
+    log.read_below(from, 1 << 20, true, Isolation::LogEnd)
+        .unwrap()
+        .records
+        .to_vec()
+}
+
+#[test]
+fn the_divergence_point_follows_kafkas_rule() {
+    let (_d, leader, follower) = two_logs();
+    leader.become_leader(1, 1, &[1, 2], 0);
+    append(&leader, &testing::batch(5, 10, 1_000));
+    leader.become_leader(1, 2, &[1, 2], 0);
+    append(&leader, &testing::batch(5, 10, 1_000));
+    follower.become_follower(2, 2, 1);
+    follower
+        .append_as_follower(&replica_read(&leader, 0), 2)
+        .unwrap();
+    // The leader says epoch 2 ended at 7: the follower keeps 7.
+    assert_eq!(divergence_point(&follower, 2, 7), 7);
+    // The leader knows only epoch 1, ending at 5: the follower's epoch 2
+    // records are not the leader's.
+    assert_eq!(divergence_point(&follower, 1, 5), 5);
+    // Never past the follower's own end.
+    assert_eq!(divergence_point(&follower, 2, 50), 10);
+    // Unknown: back to the high watermark.
+    assert_eq!(
+        divergence_point(&follower, -1, -1),
+        follower.high_watermark()
+    );
+}
+
+#[test]
+fn a_follower_without_the_leaders_epoch_goes_back_to_its_own_end_of_it() {
+    // Follower epochs {0: 0, 2: 5}, log end 20; the leader never had
+    // epoch 2 and answers for epoch 1 (ending at 30): the follower's
+    // epoch-2 records are not the leader's, so it keeps only 0..5.
+    let (_d, leader, follower) = two_logs();
+    leader.become_leader(1, 0, &[1, 2], 0);
+    append(&leader, &testing::batch(5, 10, 1_000));
+    leader.become_leader(1, 2, &[1, 2], 0);
+    append(&leader, &testing::batch(15, 10, 1_000));
+    follower.become_follower(2, 2, 1);
+    follower
+        .append_as_follower(&replica_read(&leader, 0), 2)
+        .unwrap();
+    assert_eq!(follower.log_end_offset(), 20);
+    assert_eq!(divergence_point(&follower, 1, 30), 5);
+    // Nothing at or below the leader's epoch: back to the log start.
+    let (_d2, _l2, empty_epochs) = two_logs();
+    empty_epochs.become_follower(2, 3, 1);
+    let (_d3, other, _f3) = two_logs();
+    other.become_leader(1, 3, &[1], 0);
+    append(&other, &testing::batch(4, 10, 1_000));
+    empty_epochs
+        .append_as_follower(&replica_read(&other, 0), 3)
+        .unwrap();
+    assert_eq!(divergence_point(&empty_epochs, 1, 30), 0);
+}

@@ -1,0 +1,229 @@
+//! Fetch from a follower (`replica_id` >= 0, Kafka's replica fetch): only
+//! the leader answers, only for an assigned replica at the current leader
+//! epoch. The fetch offset is the follower's durable end: it is recorded
+//! (and may advance the high watermark) before anything is read. Records
+//! are served up to the log end, not the high watermark, from local
+//! segments only; below the local log start the answer is
+//! OFFSET_MOVED_TO_TIERED_STORAGE (the follower starts at the leader's
+//! local start, history stays in the bucket). The long poll waits for
+//! appends, not for the high watermark.
+//!
+//! Without authentication between brokers (not built yet), a fetch is
+//! taken as a replica's only from a live broker's registered address, at
+//! an explicit leader epoch: a consumer that sets `replica_id` cannot move
+//! the high watermark or read past it.
+//!
+//! It never reads the bucket and never serves a client.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::select_all;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::*;
+use kafka_protocol::ResponseError;
+use tokio::time::Instant;
+
+use crate::log::{Isolation, LogError, PartitionLog};
+use crate::server::Broker;
+
+struct Target {
+    topic: usize,
+    partition: i32,
+    log: Result<Arc<PartitionLog>, ResponseError>,
+    fetch_offset: i64,
+    max_bytes: usize,
+}
+
+/// Answers a follower's fetch (`replica` is its node id, `peer` the
+/// connection's `/<ip>`).
+pub async fn handle(
+    req: FetchRequest,
+    version: i16,
+    replica: i32,
+    peer: &str,
+    b: &Broker,
+) -> FetchResponse {
+    let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
+    let response_max = if req.max_bytes <= 0 {
+        usize::MAX
+    } else {
+        req.max_bytes as usize
+    };
+    let min_bytes = req.min_bytes.max(0) as usize;
+    let snap = b.cluster.view.snapshot();
+    let from_broker = is_broker(&snap, replica, peer);
+    let mut topics = Vec::with_capacity(req.topics.len());
+    let mut targets = Vec::new();
+    for (ti, t) in req.topics.into_iter().enumerate() {
+        let name = if version >= 13 {
+            snap.topic_by_id(t.topic_id).map(|(n, _)| n.to_string())
+        } else {
+            Some(t.topic.0.to_string())
+        };
+        let mut out = FetchableTopicResponse::default();
+        out.topic = t.topic;
+        if version >= 13 {
+            out.topic_id = t.topic_id;
+        }
+        topics.push(out);
+        for p in t.partitions {
+            let log = match &name {
+                None => Err(ResponseError::UnknownTopicId),
+                Some(_) if !from_broker => Err(ResponseError::NotLeaderOrFollower),
+                // Followers always name the epoch they follow.
+                Some(_) if p.current_leader_epoch < 0 => Err(ResponseError::UnknownLeaderEpoch),
+                Some(n) => check(b, &snap, n, p.partition, replica, p.current_leader_epoch),
+            };
+            if let Ok(l) = &log {
+                let in_range = p.fetch_offset >= l.local_log_start_offset()
+                    && p.fetch_offset <= l.log_end_offset();
+                if in_range {
+                    l.record_follower_fetch(replica, p.fetch_offset);
+                }
+            }
+            targets.push(Target {
+                topic: ti,
+                partition: p.partition,
+                log,
+                fetch_offset: p.fetch_offset,
+                max_bytes: p.partition_max_bytes.max(0) as usize,
+            });
+        }
+    }
+    loop {
+        // Subscribe before reading so an append in between is not missed.
+        let mut watchers: Vec<_> = targets
+            .iter()
+            .filter_map(|t| t.log.as_ref().ok().map(|l| l.subscribe_log_end()))
+            .collect();
+        let (partitions, total, any_error) = read_all(&targets, response_max);
+        if total >= min_bytes || any_error || Instant::now() >= deadline || watchers.is_empty() {
+            return build(topics, &targets, partitions);
+        }
+        let changes = watchers.iter_mut().map(|w| Box::pin(w.changed()));
+        if tokio::time::timeout_at(deadline, select_all(changes))
+            .await
+            .is_err()
+        {
+            let (partitions, _, _) = read_all(&targets, response_max);
+            return build(topics, &targets, partitions);
+        }
+    }
+}
+
+/// `replica` is a live broker and the connection comes from its
+/// registered address (when that is an IP address; a host name is taken
+/// as given).
+fn is_broker(snap: &crate::cluster::view::ClusterSnapshot, replica: i32, peer: &str) -> bool {
+    let Some(b) = snap.brokers.get(&replica) else {
+        return false;
+    };
+    let peer = peer.trim_start_matches('/');
+    match (
+        b.registration.host.parse::<std::net::IpAddr>(),
+        peer.parse::<std::net::IpAddr>(),
+    ) {
+        (Ok(registered), Ok(peer)) => {
+            registered == peer || (registered.is_loopback() && peer.is_loopback())
+        }
+        _ => true,
+    }
+}
+
+/// The partition's log if this broker leads it for `replica` at
+/// `current_epoch`.
+fn check(
+    b: &Broker,
+    snap: &crate::cluster::view::ClusterSnapshot,
+    topic: &str,
+    partition: i32,
+    replica: i32,
+    current_epoch: i32,
+) -> Result<Arc<PartitionLog>, ResponseError> {
+    if let Some(code) = b.not_leader(topic, partition) {
+        return Err(code);
+    }
+    let assigned = snap
+        .partition(topic, partition)
+        .is_some_and(|e| e.state.replicas.contains(&replica));
+    if !assigned {
+        return Err(ResponseError::NotLeaderOrFollower);
+    }
+    let log = b
+        .logs
+        .partition(topic, partition)
+        .ok_or(ResponseError::UnknownTopicOrPartition)?;
+    super::leader_epoch::check_current_epoch(&log, current_epoch)?;
+    Ok(log)
+}
+
+fn read_all(targets: &[Target], response_max: usize) -> (Vec<PartitionData>, usize, bool) {
+    let mut total = 0usize;
+    let mut any_error = false;
+    let mut out = Vec::with_capacity(targets.len());
+    for t in targets {
+        let mut pd = PartitionData::default();
+        pd.partition_index = t.partition;
+        pd.preferred_read_replica = BrokerId(-1);
+        pd.high_watermark = -1;
+        pd.last_stable_offset = -1;
+        pd.log_start_offset = -1;
+        let log = match &t.log {
+            Ok(l) => l,
+            Err(e) => {
+                pd.error_code = e.code();
+                any_error = true;
+                out.push(pd);
+                continue;
+            }
+        };
+        pd.high_watermark = log.high_watermark();
+        pd.last_stable_offset = log.last_stable_offset();
+        pd.log_start_offset = log.log_start_offset();
+        let local_start = log.local_log_start_offset();
+        if t.fetch_offset < local_start {
+            pd.error_code = if log.remote_log_start_offset().is_some() {
+                ResponseError::OffsetMovedToTieredStorage.code()
+            } else {
+                ResponseError::OffsetOutOfRange.code()
+            };
+            any_error = true;
+            out.push(pd);
+            continue;
+        }
+        let limit = t.max_bytes.min(response_max.saturating_sub(total));
+        match log.read_below(t.fetch_offset, limit, total == 0, Isolation::LogEnd) {
+            Ok(read) => {
+                total += read.records.len();
+                pd.high_watermark = read.high_watermark;
+                pd.records = Some(read.records);
+            }
+            Err(LogError::OffsetOutOfRange { .. }) => {
+                pd.error_code = ResponseError::OffsetOutOfRange.code();
+                any_error = true;
+            }
+            Err(e) => {
+                tracing::warn!(topic = %log.topic(), partition = t.partition, error = %e,
+                    "reading for a follower failed");
+                pd.error_code = ResponseError::KafkaStorageError.code();
+                any_error = true;
+            }
+        }
+        out.push(pd);
+    }
+    (out, total, any_error)
+}
+
+fn build(
+    mut topics: Vec<FetchableTopicResponse>,
+    targets: &[Target],
+    partitions: Vec<PartitionData>,
+) -> FetchResponse {
+    for (t, pd) in targets.iter().zip(partitions) {
+        topics[t.topic].partitions.push(pd);
+    }
+    let mut r = FetchResponse::default();
+    r.responses = topics;
+    r
+}
