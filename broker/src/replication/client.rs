@@ -79,10 +79,6 @@ impl BrokerClient {
         })
     }
 
-    pub fn node(&self) -> i32 {
-        self.node
-    }
-
     /// Sends `req` at `version` and waits (up to `timeout`) for its answer.
     /// After an error the connection is not to be reused.
     pub async fn send<R: Request>(

@@ -74,7 +74,6 @@ type Key = (String, i32);
 
 /// A running fetcher; dropping it stops the task.
 pub struct ReplicaFetcher {
-    leader: i32,
     partitions: Arc<Mutex<BTreeMap<Key, Followed>>>,
     changed: Arc<Notify>,
     stop: watch::Sender<bool>,
@@ -105,15 +104,10 @@ impl ReplicaFetcher {
                 .instrument(tracing::info_span!("replica_fetcher", leader)),
         );
         ReplicaFetcher {
-            leader,
             partitions,
             changed,
             stop,
         }
-    }
-
-    pub fn leader(&self) -> i32 {
-        self.leader
     }
 
     /// Serves exactly `wanted` ((topic, partition) → log and leader
@@ -143,13 +137,6 @@ impl ReplicaFetcher {
         if changed {
             self.changed.notify_one();
         }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.partitions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_empty()
     }
 }
 
