@@ -6,6 +6,8 @@ pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod coordinator_log;
+pub mod coordinator_ownership;
+pub mod coordinators;
 pub mod decode_bounds;
 pub mod durable_file;
 pub mod fd_limit;

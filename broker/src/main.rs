@@ -316,7 +316,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
 
     let l = logs.clone();
     let cfg = config.clone();
-    let groups = tokio::task::spawn_blocking(move || GroupCoordinator::open(l, &cfg))
+    let groups = tokio::task::spawn_blocking(move || GroupCoordinator::open(l, &cfg, clustered))
         .await
         .context("group coordinator loading task failed")??;
 
@@ -360,7 +360,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         config.clone(),
     );
     let txns = tokio::task::spawn_blocking(move || {
-        strata_broker::txn::TransactionCoordinator::open(l, g, p, &cfg)
+        strata_broker::txn::TransactionCoordinator::open(l, g, p, &cfg, clustered)
     })
     .await
     .context("transaction coordinator loading task failed")??;
@@ -402,6 +402,22 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
             shutdown_rx.clone(),
         );
     }
+    // Coordinators follow the leaders of their internal partitions; a
+    // single broker loads all of them before it serves.
+    if clustered {
+        txns.route_markers(strata_broker::txn::marker_channel::TxnMarkerChannel::new(
+            cluster.view.clone(),
+            config.node_id(),
+            std::time::Duration::from_millis(config.i64("offsets.commit.timeout.ms").max(1) as u64),
+        ));
+    }
+    strata_broker::coordinators::follow_once(&groups, &txns).await;
+    strata_broker::coordinators::start(
+        groups.clone(),
+        txns.clone(),
+        logs.subscribe_roles(),
+        shutdown_rx.clone(),
+    );
     let broker = Arc::new(Broker {
         cluster: cluster.clone(),
         logs: logs.clone(),

@@ -18,11 +18,16 @@ pub fn is_internal(topic: &str) -> bool {
     topic.starts_with("__")
 }
 
+/// The group coordinator's topic.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+/// The transaction coordinator's topic.
+pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
+
 /// The coordinators' own topics (`__consumer_offsets`,
 /// `__transaction_state`): Kafka's internal topics, which clients may read
 /// but never produce to or delete.
 pub fn is_coordinator_topic(topic: &str) -> bool {
-    topic == "__consumer_offsets" || topic == "__transaction_state"
+    topic == OFFSETS_TOPIC || topic == TRANSACTION_STATE_TOPIC
 }
 
 /// Kafka's limit on topic name length.

@@ -40,10 +40,19 @@ def etcd3(tmp_path):
     c.close()
 
 
+def internal_rf(n):
+    """The coordinators' topics at the cluster's size (Kafka's default
+    of 3 waits for three brokers)."""
+    rf = min(n, 3)
+    return {"offsets.topic.replication.factor": rf,
+            "transaction.state.log.replication.factor": rf}
+
+
 def start_cluster(broker_factory, etcd, prefix, n=3, racks=True):
     brokers = {}
     for node in range(1, n + 1):
         settings = dict(SETTINGS)
+        settings.update(internal_rf(n))
         if racks:
             settings["broker.rack"] = f"zone-{'abc'[(node - 1) % 3]}"
         brokers[node] = broker_factory(
@@ -235,8 +244,7 @@ def test_etcd_member_loss_and_quorum_loss(broker_factory, etcd3):
     for b in bs.values():
         seen, c = brokers_seen(b)
         assert set(seen) == {1, 2} and c == ctl
-    # Every broker serves single-replica topics as before (replication
-    # comes with the next step of issue 18).
+    # Every broker serves as before (topics, consumer groups).
     topic = kutil.unique("q")
     produce_and_read(bs[1], topic)
 

@@ -186,6 +186,13 @@ def test_a_single_brokers_topics_found_a_cluster(broker_factory, etcd, tmp_path)
     for i in range(10):
         p.produce(topic, value=b"%d" % i, partition=i % 2)
     assert p.flush(10) == 0
+    # A group's committed offsets come along too (the broker publishes its
+    # __consumer_offsets copy, which holds them: docs/coordinators.md).
+    group = kutil.unique("kept")
+    committer = Consumer({"bootstrap.servers": alone.bootstrap, "group.id": group})
+    committer.commit(offsets=[TopicPartition(topic, 0, 3), TopicPartition(topic, 1, 4)],
+                     asynchronous=False)
+    committer.close()
     alone.stop()
     prefix = kutil.unique("founded")
     alone.extra_args = ["--metadata", etcd.url(prefix), "--node-id", "1"]
@@ -206,6 +213,12 @@ def test_a_single_brokers_topics_found_a_cluster(broker_factory, etcd, tmp_path)
                 errors.append(str(m.error()))
         c.close()
         assert len(got) == 10, errors[:5]
+        check = Consumer({"bootstrap.servers": alone.bootstrap, "group.id": group})
+        kept = wait_for("the group's offsets", lambda: (lambda r: r if all(
+            tp.error is None for tp in r) else None)(check.committed(
+                [TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=10)))
+        check.close()
+        assert [tp.offset for tp in kept] == [3, 4]
     finally:
         alone.close()
 

@@ -51,6 +51,21 @@ fn replica_index(first: usize, shift: usize, j: usize, n: usize) -> usize {
     (first + 1 + (shift + j) % (n - 1)) % n
 }
 
+/// Replicas for `partitions` partitions that exist on broker `me` alone
+/// (a copy it publishes): it leads each, followed by up to `rf - 1` of
+/// `others` in rotation.
+pub fn led_by(me: i32, others: &[i32], partitions: i32, rf: usize) -> Vec<Vec<i32>> {
+    (0..partitions.max(0) as usize)
+        .map(|p| {
+            let mut r = vec![me];
+            for i in 0..rf.saturating_sub(1).min(others.len()) {
+                r.push(others[(p + i) % others.len()]);
+            }
+            r
+        })
+        .collect()
+}
+
 /// Replicas for partitions `first_partition..first_partition + count`, the
 /// first of each list its preferred leader. `seed` picks the start and the
 /// shift (Kafka draws them at random; tests pass a fixed one).
@@ -175,5 +190,15 @@ mod tests {
         assert!(assign(&b, 0, 0, 1, 0).is_err());
         assert!(assign(&b, 0, 1, 0, 0).is_err());
         assert_eq!(assign(&b, 0, 3, 1, 9).unwrap(), vec![vec![1]; 3]);
+    }
+
+    #[test]
+    fn a_published_copy_is_led_by_its_holder_followed_in_turn() {
+        assert_eq!(
+            led_by(1, &[2, 3], 3, 3),
+            vec![vec![1, 2, 3], vec![1, 3, 2], vec![1, 2, 3]]
+        );
+        assert_eq!(led_by(1, &[2, 3], 2, 2), vec![vec![1, 2], vec![1, 3]]);
+        assert_eq!(led_by(1, &[], 2, 3), vec![vec![1], vec![1]]);
     }
 }

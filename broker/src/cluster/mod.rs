@@ -10,6 +10,7 @@ pub mod controller;
 pub mod elections;
 pub mod embedded;
 pub mod etcd;
+pub mod internal_topics;
 pub mod membership;
 pub mod metrics;
 pub mod publisher;
@@ -157,6 +158,13 @@ impl Cluster {
             // topics as the cluster's first (again after a start cut short).
             let min_revision =
                 publisher::publish_all(store.as_ref(), &view, &logs, node_id, false).await?;
+            internal_topics::start(
+                store.clone(),
+                view.clone(),
+                logs.clone(),
+                role.clone(),
+                shutdown_for_tasks.clone(),
+            );
             let rx = reconciler::start(
                 view.clone(),
                 logs.clone(),

@@ -13,19 +13,25 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use super::assignment::led_by;
 use super::records::TopicRecord;
 use super::store::{ClusterStore, StoreError};
 use super::topics;
 use super::view::ClusterView;
-use crate::log_manager::LogManager;
+use crate::coordinator_log::{internal_topic_configs, replication_factor_setting};
+use crate::log_manager::{LogManager, Topic};
 
 /// Makes the store hold `logs`' topics with `me` as the only replica.
 /// Returns the store revision after the last write. `single_broker`: the
 /// embedded store of a broker alone, which mirrors everything and deletes
 /// what the data directory no longer has; otherwise (a data directory
-/// founding a cluster) internal topics stay local (every broker has its
-/// own until coordinators follow partition leaders, docs/cluster.md) and
-/// nothing is deleted.
+/// joining a cluster, founding it or resuming a founding cut short) the
+/// topics the cluster never knew are added and nothing is deleted. An
+/// internal topic is added only if its copy holds records (committed
+/// offsets, transaction state: docs/coordinators.md), led here and
+/// followed by other live brokers up to its replication factor, with only
+/// this broker in sync until they copied it; an empty one is left to the
+/// controller.
 pub async fn publish_all(
     store: &dyn ClusterStore,
     view: &ClusterView,
@@ -41,7 +47,11 @@ pub async fn publish_all(
         .iter()
         // Founding a cluster (or resuming a founding cut short): the
         // topics not published yet.
-        .filter(|t| single_broker || (!crate::topic_name::is_internal(&t.name) && !t.in_cluster()))
+        .filter(|t| {
+            single_broker
+                || (!t.in_cluster()
+                    && (!crate::topic_name::is_internal(&t.name) || holds_records(t)))
+        })
         .map(|t| {
             (
                 t.name.clone(),
@@ -63,7 +73,30 @@ pub async fn publish_all(
             topics::delete_topic(store, name, have.mod_revision).await?;
         }
         let existing = snap.topic(name).filter(|_| recreated.is_none());
+        let internal = crate::topic_name::is_internal(name);
         let written = match existing {
+            None if internal && !single_broker => {
+                let cfg = logs.broker_config();
+                let rf = cfg.i32(replication_factor_setting(name)).max(1);
+                let others: Vec<i32> = snap
+                    .brokers
+                    .keys()
+                    .copied()
+                    .filter(|id| *id != me)
+                    .collect();
+                if (others.len() as i32) + 1 < rf {
+                    tracing::warn!(topic = %name, replication_factor = rf, live = others.len() + 1,
+                        "publishing this broker's copy of an internal topic with fewer replicas than its replication factor (it holds records)");
+                }
+                topics::create_topic_from_copy(
+                    store,
+                    name,
+                    want.id,
+                    internal_topic_configs(name, cfg, rf),
+                    &led_by(me, &others, want.partitions, rf as usize),
+                )
+                .await?
+            }
             None => {
                 topics::create_topic(
                     store,
@@ -119,6 +152,11 @@ pub async fn publish_all(
         }
     }
     Ok(revision)
+}
+
+/// Any of the topic's partitions holds a record.
+fn holds_records(t: &Topic) -> bool {
+    t.partitions().iter().any(|l| l.log_end_offset() > 0)
 }
 
 /// Mirrors `logs` into `store` at every change until `shutdown`.

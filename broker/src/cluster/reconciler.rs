@@ -4,8 +4,9 @@
 //! broker it creates the local logs (with the cluster's topic id and
 //! configs), adds newly assigned partitions, applies config changes, and
 //! removes the local logs of topics the cluster deleted or recreated under
-//! a new id. Internal topics stay local until their coordinators follow
-//! partition leaders (docs/cluster.md, step 4).
+//! a new id. Internal topics are the cluster's like any other once the
+//! controller created them; a local copy the cluster never knew is
+//! replaced by the cluster's.
 //!
 //! It reads the store; it never writes it.
 
@@ -25,11 +26,6 @@ pub fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32) {
         return;
     }
     for (name, entry) in &snap.topics {
-        if is_internal(name) {
-            // Every broker keeps its own until coordinators follow
-            // partition leaders (docs/cluster.md, step 4).
-            continue;
-        }
         let record = &entry.record;
         let hosted: Vec<i32> = snap
             .partitions
@@ -43,6 +39,24 @@ pub fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32) {
             .unwrap_or_default();
         let local = logs.topic(name);
         if let Some(t) = &local {
+            // An internal topic's copy the cluster never knew: another
+            // broker's copy (or a fresh one) became the cluster's. One with
+            // records is kept aside, never deleted.
+            if t.id != record.id && !t.in_cluster() && is_internal(name) {
+                let holds_records = t.partitions().iter().any(|l| l.log_end_offset() > 0);
+                let gone = if holds_records {
+                    logs.retire_topic(name).map(|to| {
+                        tracing::error!(topic = %name, kept_in = %to.display(),
+                            "the cluster holds another copy of this internal topic; this broker's copy (with records) is kept aside and no longer served")
+                    })
+                } else {
+                    logs.remove_topic(name).map(|_| ())
+                };
+                if let Err(e) = gone {
+                    tracing::warn!(topic = %name, error = %e, "cannot replace a local internal topic");
+                    continue;
+                }
+            }
             if t.id != record.id && t.in_cluster() {
                 tracing::info!(topic = %name, "topic recreated in the cluster; removing the old local logs");
                 if let Err(e) = logs.remove_topic(name) {
@@ -87,6 +101,8 @@ pub fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32) {
         }
     }
     for t in logs.topics() {
+        // Internal topics the store lacks wait for the controller (which
+        // may publish its own copy of them).
         if is_internal(&t.name) || snap.topics.contains_key(&t.name) {
             continue;
         }

@@ -363,9 +363,78 @@ async fn the_reconciler_removes_only_the_clusters_topics() {
     assert!(logs.topic("kept").is_some());
 }
 
-/// A data directory founding a cluster publishes its user topics, not the
-/// internal ones (every broker keeps its own until step 4), marks them as
-/// the cluster's, and a second publication changes nothing.
+/// Appends one record to `topic`-`partition`.
+fn append_one(logs: &LogManager, topic: &str, partition: i32) {
+    let log = logs.partition(topic, partition).unwrap();
+    let buf = crate::log::batch::encode_records_for(
+        &[(
+            Some(bytes::Bytes::from_static(b"k")),
+            Some(bytes::Bytes::from_static(b"v")),
+            1,
+        )],
+        kafka_protocol::records::Compression::None,
+        None,
+    )
+    .unwrap();
+    let headers = crate::log::batch::validate_all(&buf).unwrap();
+    log.append(&buf, &headers).unwrap();
+}
+
+/// An internal topic's local copy the cluster does not hold gives way to
+/// the cluster's: removed when empty, kept aside under `retired/` when it
+/// holds records.
+#[tokio::test]
+async fn a_local_internal_copy_gives_way_but_records_are_kept_aside() {
+    let logs = data_dir();
+    logs.create_topic("__consumer_offsets", 1, 1, Default::default(), false)
+        .unwrap();
+    logs.create_topic("__transaction_state", 1, 1, Default::default(), false)
+        .unwrap();
+    append_one(&logs, "__transaction_state", 0);
+    let mut snap = super::view::ClusterSnapshot {
+        revision: 10,
+        connected: true,
+        ..Default::default()
+    };
+    for name in ["__consumer_offsets", "__transaction_state"] {
+        snap.topics.insert(
+            name.to_string(),
+            Arc::new(super::view::TopicEntry {
+                record: super::records::TopicRecord {
+                    id: uuid::Uuid::new_v4(),
+                    partitions: 1,
+                    configs: Default::default(),
+                },
+                mod_revision: 5,
+                create_revision: 5,
+            }),
+        );
+    }
+    super::reconciler::reconcile(&logs, &snap, 1);
+    assert!(logs.topic("__consumer_offsets").is_none());
+    assert!(logs.topic("__transaction_state").is_none());
+    let retired: Vec<_> = std::fs::read_dir(logs.data_dir().join("retired"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(retired.len(), 1);
+    assert!(retired[0].starts_with("__transaction_state-"));
+    let kept = logs
+        .data_dir()
+        .join("retired")
+        .join(&retired[0])
+        .join("__transaction_state-0");
+    assert!(std::fs::read_dir(kept).unwrap().any(|e| e
+        .unwrap()
+        .path()
+        .extension()
+        .is_some_and(|x| x == "log")));
+}
+
+/// A data directory founding a cluster publishes its user topics and the
+/// internal ones that hold records (not an empty one: the controller
+/// creates that), marks them as the cluster's, and a second publication
+/// changes nothing.
 #[tokio::test]
 async fn founding_publishes_user_topics_once() {
     let store: Arc<dyn ClusterStore> = EmbeddedStore::new();
@@ -374,6 +443,9 @@ async fn founding_publishes_user_topics_once() {
         .unwrap();
     logs.create_topic("__consumer_offsets", 2, 1, Default::default(), false)
         .unwrap();
+    logs.create_topic("__transaction_state", 2, 1, Default::default(), false)
+        .unwrap();
+    append_one(&logs, "__transaction_state", 1);
     let (_tx, rx) = watch::channel(false);
     let view = super::view::ClusterView::start(store.clone(), rx);
     let rev = super::publisher::publish_all(store.as_ref(), &view, &logs, 4, false)
@@ -381,13 +453,21 @@ async fn founding_publishes_user_topics_once() {
         .unwrap();
     assert!(view.caught_up_to(rev, Duration::from_secs(5)).await);
     let snap = view.snapshot();
-    assert_eq!(snap.topics.keys().collect::<Vec<_>>(), ["orders"]);
+    assert_eq!(
+        snap.topics.keys().collect::<Vec<_>>(),
+        ["__transaction_state", "orders"]
+    );
+    // Led here; only this copy is in sync (nobody else is live to follow).
+    assert!(snap.partitions["__transaction_state"]
+        .values()
+        .all(|e| e.state.leader == 4 && e.state.isr == vec![4]));
     assert_eq!(snap.partitions["orders"].len(), 3);
     assert!(snap.partitions["orders"]
         .values()
         .all(|e| e.state.leader == 4));
     assert!(logs.topic("orders").unwrap().in_cluster());
     assert!(!logs.topic("__consumer_offsets").unwrap().in_cluster());
+    assert!(logs.topic("__transaction_state").unwrap().in_cluster());
     let again = super::publisher::publish_all(store.as_ref(), &view, &logs, 4, false)
         .await
         .unwrap();

@@ -42,17 +42,17 @@ async fn put_partitions(
     topic: &str,
     topic_created: Revision,
     first: i32,
-    assignment: &[Vec<i32>],
+    states: &[PartitionState],
 ) -> Result<Revision, StoreError> {
     let mut revision = 0;
-    for (c, chunk) in assignment.chunks(OPS_PER_TXN).enumerate() {
+    for (c, chunk) in states.chunks(OPS_PER_TXN).enumerate() {
         let base = first + (c * OPS_PER_TXN) as i32;
         let mut compares = vec![Compare::CreateRevision(topic_key(topic), topic_created)];
         let mut ops = Vec::with_capacity(chunk.len());
-        for (i, replicas) in chunk.iter().enumerate() {
+        for (i, state) in chunk.iter().enumerate() {
             let key = partition_key(topic, base + i as i32);
             compares.push(Compare::Absent(key.clone()));
-            ops.push(Op::put(key, encode(&new_partition(replicas.clone()))));
+            ops.push(Op::put(key, encode(state)));
         }
         let outcome = store.txn(compares, ops).await?;
         if !outcome.succeeded {
@@ -74,18 +74,48 @@ pub async fn create_topic(
     configs: BTreeMap<String, String>,
     assignment: &[Vec<i32>],
 ) -> Result<Option<Revision>, StoreError> {
+    let states: Vec<PartitionState> = assignment.iter().cloned().map(new_partition).collect();
+    create_topic_with(store, name, id, configs, &states).await
+}
+
+/// [`create_topic`] for a topic whose records exist on one broker only
+/// (the first replica of each list): only it is in sync, the others join
+/// the ISR once they copied it.
+pub async fn create_topic_from_copy(
+    store: &dyn ClusterStore,
+    name: &str,
+    id: Uuid,
+    configs: BTreeMap<String, String>,
+    assignment: &[Vec<i32>],
+) -> Result<Option<Revision>, StoreError> {
+    let states: Vec<PartitionState> = assignment
+        .iter()
+        .cloned()
+        .map(|replicas| {
+            let mut s = new_partition(replicas);
+            s.isr.truncate(1);
+            s
+        })
+        .collect();
+    create_topic_with(store, name, id, configs, &states).await
+}
+
+async fn create_topic_with(
+    store: &dyn ClusterStore,
+    name: &str,
+    id: Uuid,
+    configs: BTreeMap<String, String>,
+    states: &[PartitionState],
+) -> Result<Option<Revision>, StoreError> {
     let record = TopicRecord {
         id,
-        partitions: assignment.len() as i32,
+        partitions: states.len() as i32,
         configs,
     };
-    let (head, rest) = assignment.split_at(assignment.len().min(OPS_PER_TXN - 1));
+    let (head, rest) = states.split_at(states.len().min(OPS_PER_TXN - 1));
     let mut ops = vec![Op::put(topic_key(name), encode(&record))];
-    for (p, replicas) in head.iter().enumerate() {
-        ops.push(Op::put(
-            partition_key(name, p as i32),
-            encode(&new_partition(replicas.clone())),
-        ));
+    for (p, state) in head.iter().enumerate() {
+        ops.push(Op::put(partition_key(name, p as i32), encode(state)));
     }
     // Leftover partition keys of a topic deleted half-way are overwritten.
     let outcome = store
@@ -133,12 +163,13 @@ pub async fn add_partitions(
     if rest.is_empty() {
         return Ok(Some(outcome.revision));
     }
+    let rest: Vec<PartitionState> = rest.iter().cloned().map(new_partition).collect();
     put_partitions(
         store,
         name,
         create_revision,
         record.partitions + head.len() as i32,
-        rest,
+        &rest,
     )
     .await
     .map(Some)

@@ -82,4 +82,25 @@ pub const CLUSTER_BROKER_CONFIGS: &[ConfigDef] = &[
         Validator::IntAtLeast(1000),
         "How long a follower waits for a leader's answer beyond the fetch's own wait before it reconnects.",
     ),
+    broker(
+        "offsets.topic.replication.factor",
+        ConfigType::Int,
+        "3",
+        Validator::IntAtLeast(1),
+        "Replication factor of __consumer_offsets in a cluster; the controller creates the topic once this many brokers are live (a single broker keeps one copy).",
+    ),
+    broker(
+        "transaction.state.log.replication.factor",
+        ConfigType::Int,
+        "3",
+        Validator::IntAtLeast(1),
+        "Replication factor of __transaction_state in a cluster; the controller creates the topic once this many brokers are live (a single broker keeps one copy).",
+    ),
+    broker(
+        "transaction.state.log.min.isr",
+        ConfigType::Int,
+        "2",
+        Validator::IntAtLeast(1),
+        "min.insync.replicas of __transaction_state (capped at its replication factor).",
+    ),
 ];

@@ -18,8 +18,8 @@ use kafka_protocol::ResponseError;
 use tokio::sync::oneshot;
 
 use super::group::{Group, GroupState, JoinResult, Member, SyncResult};
-use super::records::{GroupValue, MemberRecord, OffsetValue, RecordKey};
-use super::store::{OffsetsLog, OffsetsRecord};
+use super::records::{GroupValue, MemberRecord, RecordKey};
+use super::store::OffsetsLog;
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
 use crate::log_manager::LogManager;
@@ -84,6 +84,9 @@ pub struct GroupCoordinator {
     /// Offsets committed in transactions not yet ended (lock after `groups`).
     pub(super) pending_txn: Mutex<super::pending_txn::PendingTxnOffsets>,
     pub(super) store: OffsetsLog,
+    /// Orders transaction markers on `__consumer_offsets` with the start
+    /// and end of a partition's load (lock before `groups`).
+    pub(super) load_gate: Mutex<()>,
     pub(super) logs: Arc<LogManager>,
     pub(super) cfg: CoordinatorConfig,
 }
@@ -98,102 +101,27 @@ enum Sync {
 }
 
 impl GroupCoordinator {
-    /// Opens `__consumer_offsets` and rebuilds every group from it.
+    /// Opens `__consumer_offsets`. No group is served until the
+    /// partitions this broker leads are loaded (`loading.rs`).
     pub fn open(
         logs: Arc<LogManager>,
         broker: &BrokerConfig,
+        clustered: bool,
     ) -> Result<Arc<Self>, crate::start_error::StartError> {
         let store = OffsetsLog::open(
             logs.clone(),
             broker.i32("offsets.topic.num.partitions"),
-            broker.i32("offsets.topic.segment.bytes"),
+            clustered,
         )
         .map_err(|source| crate::start_error::StartError::Topic {
             topic: super::OFFSETS_TOPIC.to_string(),
             source,
         })?;
-        let mut groups: HashMap<String, Group> = HashMap::new();
-        let now = Instant::now();
-        let started = Instant::now();
-        let mut pending_txn = super::pending_txn::PendingTxnOffsets::default();
-        let records = store
-            .replay(|r| {
-                let (key, value) = match r {
-                    OffsetsRecord::Record(key, value, Some(producer_id)) => {
-                        pending_txn.add_replayed(producer_id, key, value);
-                        return;
-                    }
-                    OffsetsRecord::Record(key, value, None) => (key, value),
-                    OffsetsRecord::Marker {
-                        producer_id,
-                        commit,
-                    } => {
-                        for (group, topic, part, v) in pending_txn.take(producer_id) {
-                            if commit {
-                                groups
-                                    .entry(group.clone())
-                                    .or_insert_with(|| Group::new(&group))
-                                    .offsets
-                                    .insert((topic, part), v);
-                            }
-                        }
-                        return;
-                    }
-                };
-                let group = key.group().to_string();
-                match (key, value) {
-                    (
-                        RecordKey::Offset {
-                            topic, partition, ..
-                        },
-                        Some(v),
-                    ) => {
-                        if let Ok(v) = OffsetValue::decode(v) {
-                            groups
-                                .entry(group.clone())
-                                .or_insert_with(|| Group::new(&group))
-                                .offsets
-                                .insert((topic, partition), v);
-                        }
-                    }
-                    (
-                        RecordKey::Offset {
-                            topic, partition, ..
-                        },
-                        None,
-                    ) => {
-                        if let Some(g) = groups.get_mut(&group) {
-                            g.offsets.remove(&(topic, partition));
-                        }
-                    }
-                    (RecordKey::Group { .. }, Some(v)) => {
-                        if let Ok(v) = GroupValue::decode(v) {
-                            let g = groups
-                                .entry(group.clone())
-                                .or_insert_with(|| Group::new(&group));
-                            restore_group(g, v, now);
-                        }
-                    }
-                    (RecordKey::Group { .. }, None) => {
-                        groups.remove(&group);
-                    }
-                }
-            })
-            .map_err(|source| crate::start_error::StartError::Replay {
-                topic: super::OFFSETS_TOPIC.to_string(),
-                source,
-            })?;
-        groups.retain(|_, g| !g.members.is_empty() || !g.offsets.is_empty() || g.generation > 0);
-        tracing::info!(
-            groups = groups.len(),
-            records,
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "loaded consumer groups"
-        );
         Ok(Arc::new(GroupCoordinator {
-            groups: Mutex::new(groups),
-            pending_txn: Mutex::new(pending_txn),
+            groups: Mutex::new(HashMap::new()),
+            pending_txn: Mutex::new(super::pending_txn::PendingTxnOffsets::default()),
             store,
+            load_gate: Mutex::new(()),
             logs,
             cfg: CoordinatorConfig::from_broker(broker),
         }))
@@ -411,8 +339,20 @@ impl GroupCoordinator {
 
     // ------------------------------------------------------ describe, list
 
+    /// [`Self::describe`] on the coordinator of `group_id` only (checked
+    /// under the groups' lock).
+    pub fn describe_checked(&self, group_id: &str) -> Result<GroupDescription, ResponseError> {
+        let groups = self.lock();
+        self.check_coordinator(group_id)?;
+        Ok(Self::describe_from(&groups, group_id))
+    }
+
     pub fn describe(&self, group_id: &str) -> GroupDescription {
         let groups = self.lock();
+        Self::describe_from(&groups, group_id)
+    }
+
+    fn describe_from(groups: &HashMap<String, Group>, group_id: &str) -> GroupDescription {
         match groups.get(group_id) {
             None => GroupDescription {
                 group_id: group_id.to_string(),
@@ -590,7 +530,7 @@ pub(super) fn current_join_result(
 
 /// Rebuilds membership from a stored `GroupValue`: members get a fresh
 /// session to reconnect, and keep their generation and assignment.
-fn restore_group(g: &mut Group, v: GroupValue, now: Instant) {
+pub(super) fn restore_group(g: &mut Group, v: GroupValue, now: Instant) {
     g.members.clear();
     g.join_order.clear();
     g.static_members.clear();

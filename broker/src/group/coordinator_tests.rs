@@ -22,7 +22,8 @@ fn setup(
     let logs = LogManager::open(dir.path(), Arc::new(cfg.clone())).unwrap();
     logs.create_topic("t", 2, 1, BTreeMap::new(), false)
         .unwrap();
-    let c = GroupCoordinator::open(logs.clone(), &cfg).unwrap();
+    let c = GroupCoordinator::open(logs.clone(), &cfg, false).unwrap();
+    c.follow_leadership_now();
     (dir, logs, c, cfg)
 }
 
@@ -273,7 +274,9 @@ async fn offsets_and_membership_survive_reopen() {
     logs.shutdown().unwrap();
     drop(logs);
     let logs = LogManager::open(d.path(), Arc::new(cfg.clone())).unwrap();
-    let c = GroupCoordinator::open(logs, &cfg).unwrap();
+    logs.start_background();
+    let c = GroupCoordinator::open(logs, &cfg, false).unwrap();
+    c.follow_leadership_now();
     let f = c.fetch("g", None);
     assert_eq!(
         (f[0].partition, f[0].offset, f[0].metadata.as_str()),
@@ -332,7 +335,9 @@ async fn offsets_of_empty_groups_expire_durably() {
     logs.shutdown().unwrap();
     drop(logs);
     let logs = LogManager::open(d.path(), Arc::new(cfg.clone())).unwrap();
-    let c = GroupCoordinator::open(logs, &cfg).unwrap();
+    logs.start_background();
+    let c = GroupCoordinator::open(logs, &cfg, false).unwrap();
+    c.follow_leadership_now();
     assert!(
         c.fetch("old", None).is_empty(),
         "expiry is written as tombstones"
@@ -402,10 +407,51 @@ async fn the_log_cleaner_keeps_only_live_state() {
     logs.shutdown().unwrap();
     drop(logs);
     let logs = LogManager::open(d.path(), Arc::new(cfg.clone())).unwrap();
-    let c = GroupCoordinator::open(logs, &cfg).unwrap();
+    logs.start_background();
+    let c = GroupCoordinator::open(logs, &cfg, false).unwrap();
+    c.follow_leadership_now();
     let f = c.fetch("g", Some(vec![("t".into(), vec![0, 1])]));
     assert_eq!((f[0].offset, f[1].offset), (298, 299));
     assert_eq!(c.describe("g").state, "Stable");
     assert_eq!(c.describe("gone").state, "Dead");
     assert_eq!(c.heartbeat("g", &a.member_id, None, 1), 0);
+}
+
+#[tokio::test]
+async fn groups_follow_the_leadership_of_their_offsets_partition() {
+    let (_d, logs, c, _cfg) = setup(&[]);
+    logs.start_background();
+    let commit = |offset| {
+        vec![OffsetCommit {
+            topic: "t".into(),
+            partition: 0,
+            offset,
+            leader_epoch: 0,
+            metadata: String::new(),
+        }]
+    };
+    assert_eq!(c.commit("g", -1, "", None, commit(7)).await, vec![0]);
+    let p = c.partition_of("g");
+    let log = logs.partition(crate::group::OFFSETS_TOPIC, p).unwrap();
+    assert_eq!(c.check_coordinator("g"), Ok(()));
+
+    // This broker now follows the partition: its groups leave memory and
+    // every request is sent to the new coordinator.
+    log.become_follower(1, 1, 2);
+    c.follow_leadership_now();
+    assert_eq!(c.check_coordinator("g"), Err(ResponseError::NotCoordinator));
+    assert!(c.list().iter().all(|(id, _, _)| id != "g"));
+    assert_eq!(
+        c.commit("g", -1, "", None, commit(8)).await,
+        vec![ResponseError::NotCoordinator.code()]
+    );
+
+    // Leading again at a newer epoch: the group is loaded from the log,
+    // with the offset committed before.
+    log.become_leader(1, 2, &[1], 0);
+    c.follow_leadership_now();
+    assert_eq!(c.check_coordinator("g"), Ok(()));
+    assert_eq!(c.fetch("g", None)[0].offset, 7);
+    assert_eq!(c.commit("g", -1, "", None, commit(9)).await, vec![0]);
+    assert_eq!(c.fetch("g", None)[0].offset, 9);
 }

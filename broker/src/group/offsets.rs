@@ -13,6 +13,7 @@ use super::group::{Group, GroupState};
 use super::records::{OffsetValue, RecordKey};
 use super::store::PendingWrite;
 use crate::clock::now_ms;
+use crate::log::group_commit::CommitWait;
 
 /// One partition's committed offset, as OffsetFetch returns it.
 #[derive(Debug, Clone)]
@@ -140,18 +141,23 @@ impl GroupCoordinator {
                     pending = Some((w, written));
                 }
                 Err(e) => {
-                    tracing::error!(group = group_id, error = %e, "writing offsets failed");
+                    tracing::warn!(group = group_id, error = %e, "writing offsets failed");
                     for &i in &written {
-                        result[i] = code(ResponseError::CoordinatorNotAvailable);
+                        result[i] = code(e.code());
                     }
                     pending = None;
                 }
             }
         }
         if let Some((w, written)) = pending {
-            if !w.durable(self.cfg.commit_timeout).await {
+            let err = match w.committed(self.cfg.commit_timeout).await {
+                CommitWait::Committed => None,
+                CommitWait::TimedOut => Some(ResponseError::RequestTimedOut),
+                CommitWait::NotLeader => Some(ResponseError::NotCoordinator),
+            };
+            if let Some(err) = err {
                 for i in written {
-                    result[i] = code(ResponseError::RequestTimedOut);
+                    result[i] = code(err);
                 }
             }
         }
@@ -166,6 +172,27 @@ impl GroupCoordinator {
         wanted: Option<Vec<(String, Vec<i32>)>>,
     ) -> Vec<CommittedOffset> {
         let groups = self.lock();
+        Self::fetch_from(&groups, group_id, wanted)
+    }
+
+    /// [`Self::fetch`] on the coordinator of `group_id` only: checked
+    /// under the groups' lock, so a partition dropped meanwhile is not
+    /// answered with no offsets (NOT_COORDINATOR instead).
+    pub fn fetch_checked(
+        &self,
+        group_id: &str,
+        wanted: Option<Vec<(String, Vec<i32>)>>,
+    ) -> Result<Vec<CommittedOffset>, ResponseError> {
+        let groups = self.lock();
+        self.check_coordinator(group_id)?;
+        Ok(Self::fetch_from(&groups, group_id, wanted))
+    }
+
+    fn fetch_from(
+        groups: &std::collections::HashMap<String, Group>,
+        group_id: &str,
+        wanted: Option<Vec<(String, Vec<i32>)>>,
+    ) -> Vec<CommittedOffset> {
         let group = groups.get(group_id);
         let get = |t: &str, p: i32| group.and_then(|g| g.offsets.get(&(t.to_string(), p)));
         match wanted {
@@ -251,7 +278,7 @@ impl GroupCoordinator {
         };
         let (out, w) = pending;
         if let Some(w) = w {
-            w.durable(self.cfg.commit_timeout).await;
+            w.committed(self.cfg.commit_timeout).await;
         }
         Ok(out)
     }
@@ -278,14 +305,17 @@ impl GroupCoordinator {
             self.store.append(group_id, &records)
         };
         match w {
-            Ok(w) => {
-                w.durable(self.cfg.commit_timeout).await;
-                tracing::info!(group = group_id, "deleted group");
-                0
-            }
+            Ok(w) => match w.committed(self.cfg.commit_timeout).await {
+                CommitWait::Committed => {
+                    tracing::info!(group = group_id, "deleted group");
+                    0
+                }
+                CommitWait::TimedOut => code(ResponseError::RequestTimedOut),
+                CommitWait::NotLeader => code(ResponseError::NotCoordinator),
+            },
             Err(e) => {
-                tracing::error!(group = group_id, error = %e, "writing group tombstones failed");
-                code(ResponseError::CoordinatorNotAvailable)
+                tracing::warn!(group = group_id, error = %e, "writing group tombstones failed");
+                code(e.code())
             }
         }
     }

@@ -45,6 +45,25 @@ impl PendingTxnOffsets {
         self.by_producer.remove(&producer_id).unwrap_or_default()
     }
 
+    /// Keeps only the pending offsets of groups `keep` accepts (a
+    /// partition no longer coordinated here drops its own).
+    pub fn retain_groups(&mut self, keep: impl Fn(&str) -> bool) {
+        for offsets in self.by_producer.values_mut() {
+            offsets.retain(|(g, _, _, _)| keep(g));
+        }
+        self.by_producer.retain(|_, o| !o.is_empty());
+    }
+
+    /// Adds what loading a partition found.
+    pub fn merge(&mut self, other: PendingTxnOffsets) {
+        for (producer, offsets) in other.by_producer {
+            self.by_producer
+                .entry(producer)
+                .or_default()
+                .extend(offsets);
+        }
+    }
+
     pub(super) fn is_pending(&self, group: &str, topic: &str, partition: i32) -> bool {
         self.by_producer
             .values()

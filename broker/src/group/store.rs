@@ -10,13 +10,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::records::{partition_for, RecordKey};
-use crate::coordinator_log::{CoordinatorLog, Replayed};
+use crate::coordinator_log::{CoordinatorLog, CoordinatorWriteError, Replayed};
 use crate::log::{LogError, PartitionLog};
 use crate::log_manager::{LogManager, TopicError};
 
 pub use crate::coordinator_log::PendingWrite;
 
-pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+pub use crate::topic_name::OFFSETS_TOPIC;
 
 #[derive(Debug)]
 pub struct OffsetsLog {
@@ -35,14 +35,15 @@ pub enum OffsetsRecord {
 }
 
 impl OffsetsLog {
-    /// Opens the internal topic, creating it on first start.
+    /// Opens the internal topic (a single broker creates it on first
+    /// start; in a cluster the controller does, in the store).
     pub fn open(
         logs: Arc<LogManager>,
         partitions: i32,
-        segment_bytes: i32,
+        clustered: bool,
     ) -> Result<Self, TopicError> {
         Ok(OffsetsLog {
-            log: CoordinatorLog::open(logs, OFFSETS_TOPIC, partitions, segment_bytes)?,
+            log: CoordinatorLog::open(logs, OFFSETS_TOPIC, partitions, clustered)?,
         })
     }
 
@@ -54,6 +55,11 @@ impl OffsetsLog {
         self.log.log(partition)
     }
 
+    /// Which partitions are coordinated here, and the loading protocol.
+    pub fn coordination(&self) -> &CoordinatorLog {
+        &self.log
+    }
+
     pub fn partition_of(&self, group: &str) -> i32 {
         partition_for(group, self.log.partitions())
     }
@@ -63,7 +69,7 @@ impl OffsetsLog {
         &self,
         group: &str,
         records: &[(RecordKey, Option<Bytes>)],
-    ) -> Result<PendingWrite, LogError> {
+    ) -> Result<PendingWrite, CoordinatorWriteError> {
         self.append_for(group, records, None)
     }
 
@@ -73,7 +79,7 @@ impl OffsetsLog {
         group: &str,
         records: &[(RecordKey, Option<Bytes>)],
         producer: Option<(i64, i16)>,
-    ) -> Result<PendingWrite, LogError> {
+    ) -> Result<PendingWrite, CoordinatorWriteError> {
         let raw: Vec<_> = records
             .iter()
             .map(|(k, v)| (k.encode(), v.clone()))
@@ -81,10 +87,13 @@ impl OffsetsLog {
         self.log.append(self.partition_of(group), &raw, producer)
     }
 
-    /// Every record and marker of every partition, in log order per
-    /// partition.
-    pub fn replay(&self, mut apply: impl FnMut(OffsetsRecord)) -> Result<usize, LogError> {
-        self.log.replay(|r| match r {
+    /// Every record and marker of `partition`, in log order.
+    pub fn replay_partition(
+        &self,
+        partition: i32,
+        mut apply: impl FnMut(OffsetsRecord),
+    ) -> Result<usize, LogError> {
+        self.log.replay_partition(partition, |r| match r {
             Replayed::Record {
                 partition,
                 transactional_producer,

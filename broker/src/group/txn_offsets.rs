@@ -13,6 +13,8 @@ use kafka_protocol::ResponseError;
 use super::coordinator::{check_member, code, GroupCoordinator};
 use super::group::Group;
 use super::offsets::OffsetCommit;
+use crate::coordinator_log::CoordinatorWriteError;
+use crate::log::group_commit::CommitWait;
 
 /// A TxnOffsetCommit request, decoded.
 #[derive(Debug)]
@@ -82,15 +84,15 @@ impl GroupCoordinator {
                 Err(e) => {
                     let fenced = matches!(
                         e,
-                        crate::log::LogError::Sequence(
+                        CoordinatorWriteError::Log(crate::log::LogError::Sequence(
                             crate::log::producer_state::SequenceError::InvalidProducerEpoch { .. }
-                        )
+                        ))
                     );
                     let err = if fenced {
                         ResponseError::InvalidProducerEpoch
                     } else {
-                        tracing::error!(group = %req.group_id, error = %e, "writing transactional offsets failed");
-                        ResponseError::CoordinatorNotAvailable
+                        tracing::warn!(group = %req.group_id, error = %e, "writing transactional offsets failed");
+                        e.code()
                     };
                     for (i, _) in &written {
                         result[*i] = code(err);
@@ -99,9 +101,14 @@ impl GroupCoordinator {
                 }
             }
         };
-        if !write.durable(self.cfg.commit_timeout).await {
+        let err = match write.committed(self.cfg.commit_timeout).await {
+            CommitWait::Committed => None,
+            CommitWait::TimedOut => Some(ResponseError::RequestTimedOut),
+            CommitWait::NotLeader => Some(ResponseError::NotCoordinator),
+        };
+        if let Some(err) = err {
             for (i, _) in written {
-                result[i] = code(ResponseError::RequestTimedOut);
+                result[i] = code(err);
             }
         }
         result

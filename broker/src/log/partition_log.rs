@@ -665,6 +665,20 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Closes the log and moves its directory into `to` (a retired copy,
+    /// kept for an operator).
+    pub fn retire_into(&self, to: &Path) -> io::Result<()> {
+        self.close()?;
+        let inner = self.lock();
+        for seg in inner.segments.values() {
+            super::file_pool::global().forget(&seg.log_path());
+        }
+        match self.dir.file_name() {
+            Some(name) => fs::rename(&self.dir, to.join(name)),
+            None => Err(io::Error::other("partition directory without a name")),
+        }
+    }
+
     /// Removes the partition's directory (topic deletion).
     pub fn delete(&self) -> io::Result<()> {
         self.closed.store(true, Ordering::Release);

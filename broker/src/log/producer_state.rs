@@ -92,6 +92,9 @@ pub enum SequenceError {
     UnknownProducerId,
     /// A non-transactional batch from a producer with an open transaction.
     InvalidTxnState,
+    /// A marker from a transaction coordinator older than the one that
+    /// wrote this producer's last marker (a deposed coordinator).
+    CoordinatorFenced { current: i32, got: i32 },
 }
 
 /// What the check decided for one batch.
@@ -258,6 +261,25 @@ impl ProducerStateManager {
                 current: e.epoch,
                 got: epoch,
             }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks a marker's coordinator epoch: a coordinator older than the
+    /// one that wrote the producer's last marker is fenced (Kafka's
+    /// TRANSACTION_COORDINATOR_FENCED).
+    pub fn check_coordinator_epoch(
+        &self,
+        producer_id: i64,
+        coordinator_epoch: i32,
+    ) -> Result<(), SequenceError> {
+        match self.producers.get(&producer_id) {
+            Some(e) if e.coordinator_epoch > coordinator_epoch => {
+                Err(SequenceError::CoordinatorFenced {
+                    current: e.coordinator_epoch,
+                    got: coordinator_epoch,
+                })
+            }
             _ => Ok(()),
         }
     }

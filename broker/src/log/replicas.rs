@@ -167,6 +167,16 @@ impl PartitionLog {
         }
     }
 
+    /// The leader epoch this broker leads the partition at; None on a
+    /// follower (a single broker always leads).
+    pub fn leading_epoch(&self) -> Option<i32> {
+        match self.replicas().role {
+            Role::Leader { epoch, .. } if epoch >= 0 => Some(epoch),
+            Role::Leader { .. } => Some(self.leader_epoch()),
+            Role::Follower { .. } => None,
+        }
+    }
+
     /// The leader this broker follows, if it follows.
     pub fn following(&self) -> Option<i32> {
         match self.replicas().role {

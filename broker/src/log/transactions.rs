@@ -30,6 +30,11 @@ impl PartitionLog {
         inner
             .producers
             .check_marker(producer_id, producer_epoch)
+            .and_then(|()| {
+                inner
+                    .producers
+                    .check_coordinator_epoch(producer_id, marker.coordinator_epoch)
+            })
             .map_err(LogError::Marker)?;
         let offset = inner.log_end_offset();
         let mut header = BatchHeader::parse_header_only(&bytes)?;

@@ -40,6 +40,8 @@ const CLEAN_SHUTDOWN: &str = ".kafka_cleanshutdown";
 const RECOVERY_POINTS: &str = "recovery-point-offset-checkpoint";
 const LOG_START_OFFSETS: &str = "log-start-offset-checkpoint";
 const LOCK_FILE: &str = ".lock";
+/// Where retired topic copies are kept (`retire_topic`).
+const RETIRED_DIR: &str = "retired";
 use crate::start_error::StartError;
 use crate::topic_name::TOPICS_DIR;
 pub use crate::topic_name::{validate_topic_name, InvalidTopicName, MAX_TOPIC_NAME_LEN};
@@ -81,6 +83,9 @@ pub struct LogManager {
     /// Bumped at every change of the topic set, a partition count or a
     /// topic's configs (the embedded cluster store mirrors them).
     changes: tokio::sync::watch::Sender<u64>,
+    /// Bumped after the replica manager applied the store's roles (leads
+    /// or follows) to the logs: the coordinators follow leadership.
+    roles: tokio::sync::watch::Sender<u64>,
     /// How long appends take to become durable (the flush rounds of every
     /// partition of user topics): the hot path's latency, which the
     /// adaptive history rate watches and `/metrics` exports. Internal
@@ -225,8 +230,19 @@ impl LogManager {
             admin: Mutex::new(()),
             _lock: lock,
             changes: tokio::sync::watch::channel(0).0,
+            roles: tokio::sync::watch::channel(0).0,
             commit_latency: Arc::new(LatencyHistogram::new()),
         }))
+    }
+
+    /// The replica manager applied roles to the logs.
+    pub fn note_roles_applied(&self) {
+        self.roles.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Changes at every [`Self::note_roles_applied`].
+    pub fn subscribe_roles(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.roles.subscribe()
     }
 
     pub fn cluster_id(&self) -> &str {
@@ -264,14 +280,12 @@ impl LogManager {
             .store(true, std::sync::atomic::Ordering::Release);
     }
 
-    /// In a cluster, at start: every replicated log waits for the store to
-    /// give it a role (internal topics stay local and lead).
+    /// In a cluster, at start: every log waits for the store to give it a
+    /// role (a coordinator too loads only what the store says it leads).
     pub fn await_assignments(&self) {
         for t in self.topics() {
-            if !crate::topic_name::is_internal(&t.name) {
-                for log in t.partitions() {
-                    log.await_assignment();
-                }
+            for log in t.partitions() {
+                log.await_assignment();
             }
         }
     }
@@ -490,6 +504,38 @@ impl LogManager {
         }
         tracing::info!(topic = name, "deleted topic");
         Ok(topic)
+    }
+
+    /// Takes topic `name` out of service without deleting its records: its
+    /// partition directories move under `retired/<topic>-<uuid>/` in the
+    /// data directory (kept for an operator; never read or removed by the
+    /// broker). Returns where they went.
+    pub fn retire_topic(&self, name: &str) -> Result<PathBuf, TopicError> {
+        let _admin = self.admin.lock().unwrap_or_else(|e| e.into_inner());
+        let topic = self
+            .topic(name)
+            .ok_or_else(|| TopicError::UnknownTopic(name.to_string()))?;
+        let to = self
+            .data_dir
+            .join(RETIRED_DIR)
+            .join(format!("{name}-{}", Uuid::new_v4()));
+        fs::create_dir_all(&to)?;
+        // The directories move first: a crash before the metadata goes
+        // leaves a topic without logs, never logs the next start deletes.
+        for log in topic.partitions() {
+            log.retire_into(&to)?;
+        }
+        fsync_dir(&to)?;
+        fsync_dir(&self.data_dir)?;
+        self.topics
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name);
+        fs::remove_file(self.topic_file(name))?;
+        fsync_dir(&self.data_dir.join(TOPICS_DIR))?;
+        self.changed();
+        tracing::warn!(topic = name, kept_in = %to.display(), "retired a topic's local copy");
+        Ok(to)
     }
 
     /// Raises a topic's partition count.

@@ -45,6 +45,7 @@ pub enum ClientError {
 }
 
 /// A connection to broker `node`.
+#[derive(Debug)]
 pub struct BrokerClient {
     node: i32,
     stream: TcpStream,

@@ -21,7 +21,6 @@ use crate::cluster::view::{ClusterSnapshot, ClusterView, PartitionEntry};
 use crate::config::BrokerConfig;
 use crate::log::PartitionLog;
 use crate::log_manager::LogManager;
-use crate::topic_name::is_internal;
 
 /// Settings read once at start.
 #[derive(Debug, Clone, Copy)]
@@ -82,6 +81,7 @@ pub fn start(
             let snap = m.view.snapshot();
             if snap.connected {
                 let restarted = m.apply_roles(&snap);
+                m.logs.note_roles_applied();
                 m.bump_epochs(restarted).await;
                 m.review_isrs(&snap).await;
             }
@@ -95,30 +95,27 @@ pub fn start(
     });
 }
 
-/// The hosted partitions of replicated topics on broker `me`, with their
-/// logs.
+/// The hosted partitions on broker `me` (internal topics included), with
+/// their logs.
 fn hosted<'a>(
     logs: &'a LogManager,
     me: i32,
     snap: &'a ClusterSnapshot,
 ) -> impl Iterator<Item = (&'a str, i32, &'a PartitionEntry, Arc<PartitionLog>)> + 'a {
-    snap.partitions
-        .iter()
-        .filter(|(t, _)| !is_internal(t))
-        .flat_map(move |(topic, parts)| {
-            let local = logs.topic(topic).filter(|t| {
-                snap.topics
-                    .get(topic.as_str())
-                    .is_some_and(|e| e.record.id == t.id)
-            });
-            parts.iter().filter_map(move |(p, e)| {
-                if !e.state.replicas.contains(&me) {
-                    return None;
-                }
-                let log = local.as_ref()?.partition(*p)?;
-                Some((topic.as_str(), *p, e, log))
-            })
+    snap.partitions.iter().flat_map(move |(topic, parts)| {
+        let local = logs.topic(topic).filter(|t| {
+            snap.topics
+                .get(topic.as_str())
+                .is_some_and(|e| e.record.id == t.id)
+        });
+        parts.iter().filter_map(move |(p, e)| {
+            if !e.state.replicas.contains(&me) {
+                return None;
+            }
+            let log = local.as_ref()?.partition(*p)?;
+            Some((topic.as_str(), *p, e, log))
         })
+    })
 }
 
 impl ReplicaManager {

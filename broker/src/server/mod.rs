@@ -74,14 +74,16 @@ impl Broker {
     }
     /// Why this broker must not serve `topic`-`partition` as its leader:
     /// the cluster store names another leader, or none. None when it is
-    /// the leader, or the store does not know the partition (internal
-    /// topics stay local until issue 18's step 4).
+    /// the leader, or (a single broker) the store does not know the
+    /// partition yet.
     pub fn not_leader(&self, topic: &str, partition: i32) -> Option<ResponseError> {
         let snap = self.cluster.view.snapshot();
         let Some(entry) = snap.partition(topic, partition) else {
-            // A cluster serves only what its store holds (internal topics
-            // stay local for now); a single broker's store mirrors its logs.
-            return (self.cluster.clustered && !crate::topic_name::is_internal(topic))
+            // A cluster serves only what its store holds; a single
+            // broker's store mirrors its logs a moment after they change.
+            return self
+                .cluster
+                .clustered
                 .then_some(ResponseError::UnknownTopicOrPartition);
         };
         if entry.state.leader != self.node_id {
@@ -123,18 +125,29 @@ impl Broker {
         }
         self.logs.topic(topic).map(|t| t.overrides())
     }
-    /// The broker that coordinates groups and transactions: this one when
-    /// it runs alone; in a cluster, for now, the controller (issue 18,
-    /// step 4 moves them to the leaders of their internal partitions).
-    pub fn coordinator(&self) -> Option<BrokerRegistration> {
-        if !self.cluster.clustered {
-            return self
-                .live_brokers()
-                .into_iter()
-                .find(|r| r.node_id == self.node_id);
+    /// The broker coordinating `key` in internal topic `topic`
+    /// (`__consumer_offsets` for a group, `__transaction_state` for a
+    /// transactional id): the leader of the key's partition, as the store
+    /// says. Err explains why there is none right now.
+    pub fn coordinator_for(&self, topic: &str, key: &str) -> Result<BrokerRegistration, String> {
+        let snap = self.cluster.view.snapshot();
+        let Some(t) = snap.topic(topic) else {
+            return Err(format!(
+                "{topic} does not exist yet (the controller creates it once enough brokers are live for its replication factor)"
+            ));
+        };
+        let p = crate::group::records::partition_for(key, t.record.partitions);
+        let leader = snap
+            .partition(topic, p)
+            .map(|e| e.state.leader)
+            .unwrap_or(-1);
+        if leader < 0 {
+            return Err(format!("{topic}-{p} has no leader"));
         }
-        let id = self.cluster.controller_id()?;
-        self.live_brokers().into_iter().find(|r| r.node_id == id)
+        self.live_brokers()
+            .into_iter()
+            .find(|r| r.node_id == leader)
+            .ok_or_else(|| format!("the leader of {topic}-{p} (broker {leader}) is not live"))
     }
     /// The controller's node id, -1 while there is none.
     pub fn controller_id(&self) -> i32 {

@@ -34,15 +34,18 @@ async fn broker(dir: &std::path::Path) -> Broker {
     let logs = LogManager::open(dir, config.clone()).unwrap();
     logs.create_topic("t", 2, 1, BTreeMap::new(), false)
         .unwrap();
-    let groups = crate::group::GroupCoordinator::open(logs.clone(), &config).unwrap();
+    let groups = crate::group::GroupCoordinator::open(logs.clone(), &config, false).unwrap();
+    groups.follow_leadership_now();
     let producer_ids = Arc::new(crate::producer_ids::ProducerIdManager::open(dir, 0).unwrap());
     let txns = crate::txn::TransactionCoordinator::open(
         logs.clone(),
         groups.clone(),
         producer_ids.clone(),
         &config,
+        false,
     )
     .unwrap();
+    txns.follow_leadership_now();
     let cluster = Arc::new(
         crate::cluster::Cluster::join(
             crate::cluster::open_store(None).unwrap(),

@@ -1,38 +1,81 @@
 //! Ending transactions: the markers a prepared transaction writes to every
-//! partition it touched (Kafka's WriteTxnMarkers, done in-process on a
-//! single broker), the offsets it committed made visible or dropped, then
-//! the Complete state. Also the coordinator's timers: transactions open
-//! past their timeout are aborted with a bumped epoch (fencing the
-//! producer), and idle transactional ids expire.
+//! partition it touched — in this broker's logs for the partitions it
+//! leads, through WriteTxnMarkers to their leaders for the others
+//! (`marker_channel.rs`) — the offsets it committed made visible or
+//! dropped, then the Complete state. Also the coordinator's timers:
+//! transactions open past their timeout are aborted with a bumped epoch
+//! (fencing the producer), and idle transactional ids expire.
 //!
-//! A marker write that fails is retried until it succeeds or the partition
-//! is gone: a prepared transaction always ends, also after a restart
-//! (prepared states found on load are completed here).
+//! A marker write that fails is retried until it succeeds, the partition
+//! is gone, or this broker stops coordinating the id: a prepared
+//! transaction always ends, also after a restart or a coordinator
+//! failover (the new coordinator completes what it loads prepared).
+//! Markers carry the coordinator epoch — the leader epoch of the id's
+//! `__transaction_state` partition — so a deposed coordinator's late
+//! markers are refused (TRANSACTION_COORDINATOR_FENCED).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::coordinator::{AbortCause, TransactionCoordinator};
+use super::marker_channel::{MarkerSpec, Route, SendError};
 use super::records::TxnState;
-
-/// The coordinator epoch markers carry: Kafka's is the leader epoch of the
-/// coordinator's `__transaction_state` partition, which stays 0 while
-/// coordinators do not move between brokers (issue 18, step 4).
-const COORDINATOR_EPOCH: i32 = 0;
 use crate::clock::now_ms;
 use crate::group::OFFSETS_TOPIC;
 use crate::log::control::{Marker, MarkerType};
+use crate::log::group_commit::CommitWait;
+use crate::log::producer_state::SequenceError;
 use crate::log::{LogError, PartitionLog};
 
 const RETRY_BACKOFF: Duration = Duration::from_millis(200);
+
+/// Why a marker was not appended here.
+#[derive(Debug, thiserror::Error)]
+pub enum MarkerWriteError {
+    /// The group coordinator is loading the offsets partition: the marker
+    /// would race the load (the sender retries).
+    #[error("consumer groups of __consumer_offsets-{0} are loading")]
+    GroupsLoading(i32),
+    #[error(transparent)]
+    Log(#[from] LogError),
+}
+
+/// Why markers were not all written.
+#[derive(Debug)]
+pub enum MarkerFailure {
+    /// Try again (no leader, a leader that refused or did not answer).
+    Retry(String),
+    /// A partition took a marker from a newer coordinator of this
+    /// producer: this one is deposed.
+    Fenced(String),
+}
+
+/// A marker appended to a local log: wait for `end` at `leader_epoch`.
+pub struct MarkerWrite {
+    pub log: Arc<PartitionLog>,
+    pub end: i64,
+    pub leader_epoch: i32,
+}
 
 impl TransactionCoordinator {
     /// Writes the markers of `id`'s prepared transaction and completes it.
     pub(super) async fn complete(self: Arc<Self>, id: &str) {
         loop {
+            if self.check_coordinator(id).is_err() {
+                // Another broker coordinates it now and completes it.
+                return;
+            }
             match self.try_complete(id).await {
                 Ok(()) => return,
-                Err(e) => {
+                Err(MarkerFailure::Fenced(e)) => {
+                    // A newer coordinator wrote markers for this producer:
+                    // this broker is a deposed one and stops here.
+                    tracing::warn!(transactional_id = id, error = %e,
+                        "a newer transaction coordinator took over; not completing");
+                    return;
+                }
+                Err(MarkerFailure::Retry(e)) => {
                     tracing::warn!(transactional_id = id, error = %e, "completing a transaction failed; retrying");
                     tokio::time::sleep(RETRY_BACKOFF).await;
                 }
@@ -40,9 +83,12 @@ impl TransactionCoordinator {
         }
     }
 
-    async fn try_complete(&self, id: &str) -> Result<(), String> {
-        let (producer_id, epoch, state, partitions) = {
+    async fn try_complete(&self, id: &str) -> Result<(), MarkerFailure> {
+        let (producer_id, epoch, state, partitions, coordinator_epoch) = {
             let mut txns = self.lock();
+            let Ok(coordinator_epoch) = self.check_coordinator(id) else {
+                return Ok(());
+            };
             let Some(m) = txns.get_mut(id) else {
                 return Ok(());
             };
@@ -50,7 +96,7 @@ impl TransactionCoordinator {
                 return Ok(());
             }
             if m.pending {
-                return Err("a state change is in flight".into());
+                return Err(MarkerFailure::Retry("a state change is in flight".into()));
             }
             m.pending = true;
             (
@@ -58,23 +104,35 @@ impl TransactionCoordinator {
                 m.producer_epoch,
                 m.state,
                 m.partitions.clone(),
+                coordinator_epoch,
             )
         };
         let commit = state == TxnState::PrepareCommit;
         let result = self
-            .write_markers(producer_id, epoch, commit, &partitions)
+            .write_markers(
+                MarkerSpec {
+                    producer_id,
+                    producer_epoch: epoch,
+                    commit,
+                    coordinator_epoch,
+                },
+                &partitions,
+            )
             .await;
-        if let Err(e) = result {
-            if let Some(m) = self.lock().get_mut(id) {
-                m.pending = false;
-            }
-            return Err(e);
-        }
+        // Only the ownership that began this completion touches memory (a
+        // partition dropped or reloaded meanwhile has its own state).
         let next = {
-            let txns = self.lock();
-            let Some(m) = txns.get(id) else {
+            let mut txns = self.lock();
+            if self.check_coordinator(id) != Ok(coordinator_epoch) {
+                return Ok(());
+            }
+            let Some(m) = txns.get_mut(id) else {
                 return Ok(());
             };
+            if let Err(e) = result {
+                m.pending = false;
+                return Err(e);
+            }
             let mut v = m.value();
             v.state = if commit {
                 TxnState::CompleteCommit
@@ -85,9 +143,9 @@ impl TransactionCoordinator {
             v.last_update_ms = now_ms();
             v
         };
-        self.transition(id, next)
+        self.transition(id, next, coordinator_epoch)
             .await
-            .map_err(|e| format!("writing the completed state: {e:?}"))?;
+            .map_err(|e| MarkerFailure::Retry(format!("writing the completed state: {e:?}")))?;
         tracing::debug!(
             transactional_id = id,
             producer_id,
@@ -98,53 +156,108 @@ impl TransactionCoordinator {
         Ok(())
     }
 
-    /// Appends a marker to every partition and waits until all are durable.
+    /// Writes the marker to every partition (locally where this broker
+    /// leads, through the leaders elsewhere) and waits until each is
+    /// committed.
     async fn write_markers(
         &self,
-        producer_id: i64,
-        epoch: i16,
-        commit: bool,
+        spec: MarkerSpec,
         partitions: &std::collections::BTreeSet<(String, i32)>,
-    ) -> Result<(), String> {
+    ) -> Result<(), MarkerFailure> {
         let marker = Marker {
-            kind: if commit {
+            kind: if spec.commit {
                 MarkerType::Commit
             } else {
                 MarkerType::Abort
             },
-            coordinator_epoch: COORDINATOR_EPOCH,
+            coordinator_epoch: spec.coordinator_epoch,
         };
         let mut waits = Vec::with_capacity(partitions.len());
+        let mut remote: BTreeMap<i32, Vec<(String, i32)>> = BTreeMap::new();
         for (topic, partition) in partitions {
-            match self.write_marker(topic, *partition, producer_id, epoch, marker) {
-                Ok(Some(wait)) => waits.push(wait),
-                // Deleted since: nothing left to mark.
-                Ok(None) | Err(LogError::Closed) => {}
-                Err(LogError::Marker(e)) => {
-                    // The partition saw a newer epoch of this producer: a
-                    // later coordinator decision already ended it here.
-                    tracing::warn!(topic, partition, producer_id, epoch, error = ?e, "marker refused as stale");
+            let route = match self.markers.get() {
+                Some(channel) => channel.route(topic, *partition),
+                None => Route::Local,
+            };
+            match route {
+                Route::Local => {}
+                Route::Gone => continue,
+                Route::Remote(broker) => {
+                    remote
+                        .entry(broker)
+                        .or_default()
+                        .push((topic.clone(), *partition));
+                    continue;
                 }
-                Err(e) => return Err(format!("{topic}-{partition}: {e}")),
+                Route::Unavailable => {
+                    return Err(MarkerFailure::Retry(format!(
+                        "{topic}-{partition}: no leader"
+                    )));
+                }
+            }
+            match self.write_marker(
+                topic,
+                *partition,
+                spec.producer_id,
+                spec.producer_epoch,
+                marker,
+            ) {
+                Ok(Some(w)) => waits.push(w),
+                // Deleted since: nothing left to mark.
+                Ok(None) | Err(MarkerWriteError::Log(LogError::Closed)) => {}
+                Err(MarkerWriteError::Log(LogError::Marker(
+                    e @ SequenceError::CoordinatorFenced { .. },
+                ))) => {
+                    return Err(MarkerFailure::Fenced(format!("{topic}-{partition}: {e:?}")));
+                }
+                Err(MarkerWriteError::Log(LogError::Marker(e))) => {
+                    // The partition saw a newer epoch of this producer (a
+                    // later decision already ended it here), or a newer
+                    // coordinator wrote its marker.
+                    tracing::warn!(topic, partition, producer_id = spec.producer_id,
+                        epoch = spec.producer_epoch, error = ?e, "marker refused as stale");
+                }
+                Err(e) => return Err(MarkerFailure::Retry(format!("{topic}-{partition}: {e}"))),
             }
         }
-        for (log, end) in waits {
-            if !log.wait_durable(end, self.cfg.write_timeout).await && !log.is_closed() {
-                return Err(format!(
-                    "{}-{}: marker not durable within {:?}",
-                    log.topic(),
-                    log.partition(),
-                    self.cfg.write_timeout
+        let sends = remote.iter().map(|(broker, parts)| async move {
+            match self.markers.get() {
+                Some(channel) => channel.send(*broker, spec, parts).await,
+                None => Ok(()),
+            }
+        });
+        let mut errors = Vec::new();
+        for outcome in futures_util::future::join_all(sends).await {
+            match outcome {
+                Ok(()) => {}
+                Err(SendError::Fenced(e)) => return Err(MarkerFailure::Fenced(e)),
+                Err(SendError::Retry(e)) => errors.push(e),
+            }
+        }
+        for w in waits {
+            let outcome = w
+                .log
+                .wait_committed(w.end, w.leader_epoch, self.cfg.write_timeout)
+                .await;
+            if outcome != CommitWait::Committed && !w.log.is_closed() {
+                errors.push(format!(
+                    "{}-{}: marker not committed ({outcome:?})",
+                    w.log.topic(),
+                    w.log.partition()
                 ));
             }
         }
-        Ok(())
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(MarkerFailure::Retry(errors.join("; ")))
+        }
     }
 
     /// Appends one marker to `topic`-`partition` (for the group's offsets
     /// partition, the producer's pending offsets are committed or dropped
-    /// with it). Returns the log and the offset to wait for, or None if
-    /// the partition does not exist. Also serves WriteTxnMarkers.
+    /// with it). Returns the log and what to wait for, or None if the
+    /// partition is not hosted here. Also serves WriteTxnMarkers.
     pub fn write_marker(
         &self,
         topic: &str,
@@ -152,31 +265,33 @@ impl TransactionCoordinator {
         producer_id: i64,
         epoch: i16,
         marker: Marker,
-    ) -> Result<Option<(Arc<PartitionLog>, i64)>, LogError> {
+    ) -> Result<Option<MarkerWrite>, MarkerWriteError> {
         let Some(log) = self.logs.partition(topic, partition) else {
             return Ok(None);
+        };
+        let _admitted = if topic == OFFSETS_TOPIC {
+            match self.groups.admit_txn_marker(partition) {
+                Some(gate) => Some(gate),
+                None => return Err(MarkerWriteError::GroupsLoading(partition)),
+            }
+        } else {
+            None
         };
         let info = log.append_marker(producer_id, epoch, marker)?;
         if topic == OFFSETS_TOPIC {
             self.groups
                 .complete_txn(producer_id, marker.kind == MarkerType::Commit);
         }
-        Ok(Some((log, info.last_offset + 1)))
+        Ok(Some(MarkerWrite {
+            log,
+            end: info.last_offset + 1,
+            leader_epoch: info.leader_epoch,
+        }))
     }
 
-    /// Starts the timers, and completes the transactions found prepared
-    /// on load.
+    /// Starts the timers (transactions found prepared are completed by
+    /// their partition's load, `loading.rs`).
     pub fn start_background(self: &Arc<Self>) {
-        let prepared: Vec<String> = self
-            .lock()
-            .iter()
-            .filter(|(_, m)| m.state.is_prepared())
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in prepared {
-            let me = self.clone();
-            tokio::spawn(async move { me.complete(&id).await });
-        }
         let me = self.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(me.cfg.abort_check_interval);
@@ -222,7 +337,7 @@ impl TransactionCoordinator {
     /// no open transaction (a tombstone in the log).
     async fn expire_ids(&self) {
         let cutoff = now_ms() - self.cfg.id_expiration_ms;
-        let expired: Vec<String> = {
+        let expired: Vec<(String, i32)> = {
             let mut txns = self.lock();
             let ids: Vec<String> = txns
                 .iter()
@@ -236,16 +351,24 @@ impl TransactionCoordinator {
                 })
                 .map(|(id, _)| id.clone())
                 .collect();
-            for id in &ids {
-                if let Some(m) = txns.get_mut(id) {
+            let mut out = Vec::with_capacity(ids.len());
+            for id in ids {
+                let Ok(coordinator_epoch) = self.check_coordinator(&id) else {
+                    continue;
+                };
+                if let Some(m) = txns.get_mut(&id) {
                     m.pending = true;
+                    out.push((id, coordinator_epoch));
                 }
             }
-            ids
+            out
         };
-        for id in expired {
-            let result = self.persist(&id, None).await;
+        for (id, coordinator_epoch) in expired {
+            let result = self.persist(&id, None, coordinator_epoch).await;
             let mut txns = self.lock();
+            if self.check_coordinator(&id) != Ok(coordinator_epoch) {
+                continue;
+            }
             match result {
                 Ok(()) => {
                     txns.remove(&id);

@@ -12,13 +12,15 @@ use std::time::Duration;
 
 use kafka_protocol::ResponseError;
 
-use super::records::{decode_key, encode_key, TxnState, TxnValue};
+use super::marker_channel::TxnMarkerChannel;
+use super::records::{encode_key, TxnState, TxnValue};
 use super::TRANSACTION_STATE_TOPIC;
 use crate::clock::now_ms;
 use crate::config::BrokerConfig;
-use crate::coordinator_log::{CoordinatorLog, Replayed};
+use crate::coordinator_log::CoordinatorLog;
 use crate::group::records::partition_for;
 use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
+use crate::log::group_commit::CommitWait;
 use crate::log_manager::LogManager;
 use crate::producer_ids::ProducerIdManager;
 
@@ -81,7 +83,7 @@ impl TxnMetadata {
         }
     }
 
-    fn from_value(v: TxnValue) -> Self {
+    pub(super) fn from_value(v: TxnValue) -> Self {
         TxnMetadata {
             producer_id: v.producer_id,
             producer_epoch: v.producer_epoch,
@@ -134,6 +136,8 @@ pub struct TransactionCoordinator {
     pub(super) producer_ids: Arc<ProducerIdManager>,
     pub(super) cfg: TxnConfig,
     pub counters: TxnCounters,
+    /// Where markers go in a cluster (unset: all local).
+    pub(super) markers: std::sync::OnceLock<TxnMarkerChannel>,
 }
 
 /// What InitProducerId does for an existing id.
@@ -154,95 +158,88 @@ pub struct ProducerIdAndEpoch {
 }
 
 impl TransactionCoordinator {
-    /// Opens `__transaction_state` and rebuilds every transactional id from
-    /// it. Transactions found prepared are completed by
-    /// [`Self::start_background`].
+    /// Opens `__transaction_state`. No transactional id is served until
+    /// the partitions this broker leads are loaded (`loading.rs`).
     pub fn open(
         logs: Arc<LogManager>,
         groups: Arc<GroupCoordinator>,
         producer_ids: Arc<ProducerIdManager>,
         broker: &BrokerConfig,
+        clustered: bool,
     ) -> Result<Arc<Self>, crate::start_error::StartError> {
         let log = CoordinatorLog::open(
             logs.clone(),
             TRANSACTION_STATE_TOPIC,
             broker.i32("transaction.state.log.num.partitions"),
-            broker.i32("transaction.state.log.segment.bytes"),
+            clustered,
         )
         .map_err(|source| crate::start_error::StartError::Topic {
             topic: TRANSACTION_STATE_TOPIC.to_string(),
             source,
         })?;
-        let mut txns: HashMap<String, TxnMetadata> = HashMap::new();
-        let records = log
-            .replay(|r| {
-                let Replayed::Record { key, value, .. } = r else {
-                    return;
-                };
-                let Ok(id) = decode_key(key) else { return };
-                match value.map(TxnValue::decode) {
-                    None => {
-                        txns.remove(&id);
-                    }
-                    Some(Ok(v)) => {
-                        txns.insert(id, TxnMetadata::from_value(v));
-                    }
-                    Some(Err(e)) => {
-                        tracing::warn!(transactional_id = %id, error = %e, "skipping undecodable transaction state")
-                    }
-                }
-            })
-            .map_err(|source| crate::start_error::StartError::Replay {
-                topic: TRANSACTION_STATE_TOPIC.to_string(),
-                source,
-            })?;
-        if let Some(max) = txns.values().map(|t| t.producer_id).max() {
-            producer_ids
-                .reserve_above(max)
-                .map_err(crate::start_error::StartError::ProducerIds)?;
-        }
-        let prepared = txns.values().filter(|t| t.state.is_prepared()).count();
-        tracing::info!(
-            transactional_ids = txns.len(),
-            prepared,
-            records,
-            "loaded transaction state"
-        );
         Ok(Arc::new(TransactionCoordinator {
-            txns: Mutex::new(txns),
+            txns: Mutex::new(HashMap::new()),
             log,
             logs,
             groups,
             producer_ids,
             cfg: TxnConfig::from_broker(broker),
             counters: TxnCounters::default(),
+            markers: std::sync::OnceLock::new(),
         }))
+    }
+
+    /// In a cluster: markers for partitions led by other brokers go
+    /// through `channel` (without one, every marker is written locally).
+    pub fn route_markers(&self, channel: TxnMarkerChannel) {
+        let _ = self.markers.set(channel);
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, HashMap<String, TxnMetadata>> {
         self.txns.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Writes `value` for `id` and waits until it is durable.
-    pub(super) async fn persist(&self, id: &str, value: Option<&TxnValue>) -> Result<(), TxnError> {
+    /// Writes `value` for `id` and waits until it is committed, while
+    /// this broker still coordinates the id at `coordinator_epoch` (the
+    /// epoch it had when the change began: a change begun under an earlier
+    /// ownership never lands in a reloaded one).
+    pub(super) async fn persist(
+        &self,
+        id: &str,
+        value: Option<&TxnValue>,
+        coordinator_epoch: i32,
+    ) -> Result<(), TxnError> {
         let partition = partition_for(id, self.log.partitions());
         let record = [(encode_key(id), value.map(|v| v.encode()))];
-        let write = self.log.append(partition, &record, None).map_err(|e| {
-            tracing::error!(transactional_id = id, error = %e, "writing transaction state failed");
-            ResponseError::CoordinatorNotAvailable
+        let appended = self
+            .log
+            .append_at_epoch(partition, &record, None, Some(coordinator_epoch));
+        let write = appended.map_err(|e| {
+            tracing::warn!(transactional_id = id, error = %e, "writing transaction state failed");
+            e.code()
         })?;
-        if write.durable(self.cfg.write_timeout).await {
-            Ok(())
-        } else {
-            Err(ResponseError::CoordinatorNotAvailable)
+        match write.committed(self.cfg.write_timeout).await {
+            CommitWait::Committed => Ok(()),
+            CommitWait::TimedOut => Err(ResponseError::CoordinatorNotAvailable),
+            CommitWait::NotLeader => Err(ResponseError::NotCoordinator),
         }
     }
 
-    /// Makes `next` the state of `id`: written first, applied once durable.
-    /// The caller has set `pending` on the id.
-    pub(super) async fn transition(&self, id: &str, next: TxnValue) -> Result<(), TxnError> {
-        let result = self.persist(id, Some(&next)).await;
+    /// Makes `next` the state of `id`: written first, applied once
+    /// committed. The caller has set `pending` on the id while this broker
+    /// coordinated it at `coordinator_epoch`; if it no longer does (the
+    /// partition was dropped, or reloaded), memory is left alone.
+    pub(super) async fn transition(
+        &self,
+        id: &str,
+        next: TxnValue,
+        coordinator_epoch: i32,
+    ) -> Result<(), TxnError> {
+        let result = self.persist(id, Some(&next), coordinator_epoch).await;
         let mut txns = self.lock();
+        if self.check_coordinator(id) != Ok(coordinator_epoch) {
+            return result.and(Err(ResponseError::NotCoordinator));
+        }
         if let Some(m) = txns.get_mut(id) {
             m.pending = false;
             if result.is_ok() {
@@ -265,12 +262,15 @@ impl TransactionCoordinator {
         if id.is_empty() {
             return Err(ResponseError::InvalidRequest);
         }
+        self.check_coordinator(id)?;
         if timeout_ms <= 0 || timeout_ms > self.cfg.max_timeout_ms {
             return Err(ResponseError::InvalidTransactionTimeout);
         }
         let now = now_ms();
+        let coordinator_epoch: i32;
         let step = {
             let mut txns = self.lock();
+            coordinator_epoch = self.check_coordinator(id)?;
             match txns.get_mut(id) {
                 None => {
                     let producer_id = self.new_producer_id()?;
@@ -328,15 +328,16 @@ impl TransactionCoordinator {
             }
             InitStep::Write(v, created) => (v, created),
         };
-        match self.transition(id, next.clone()).await {
+        match self.transition(id, next.clone(), coordinator_epoch).await {
             Ok(()) => Ok(ProducerIdAndEpoch {
                 producer_id: next.producer_id,
                 producer_epoch: next.producer_epoch,
             }),
             Err(e) => {
-                if created {
+                let mut txns = self.lock();
+                if created && self.check_coordinator(id) == Ok(coordinator_epoch) {
                     // A new id whose first write failed leaves nothing behind.
-                    self.lock().remove(id);
+                    txns.remove(id);
                 }
                 Err(e)
             }
@@ -411,8 +412,9 @@ impl TransactionCoordinator {
         partitions: Vec<(String, i32)>,
     ) -> Result<(), TxnError> {
         let now = now_ms();
-        let next = {
+        let (next, coordinator_epoch) = {
             let mut txns = self.lock();
+            let coordinator_epoch = self.check_coordinator(id)?;
             let m = txns
                 .get_mut(id)
                 .ok_or(ResponseError::InvalidProducerIdMapping)?;
@@ -432,9 +434,9 @@ impl TransactionCoordinator {
             v.partitions.extend(partitions);
             v.last_update_ms = now;
             m.pending = true;
-            v
+            (v, coordinator_epoch)
         };
-        self.transition(id, next).await
+        self.transition(id, next, coordinator_epoch).await
     }
 
     /// AddOffsetsToTxn: the group's `__consumer_offsets` partition joins
@@ -460,6 +462,7 @@ impl TransactionCoordinator {
         epoch: i16,
         commit: bool,
     ) -> Result<(), TxnError> {
+        self.check_coordinator(id)?;
         {
             let txns = self.lock();
             let m = txns
@@ -506,8 +509,9 @@ impl TransactionCoordinator {
         state: TxnState,
         abort: Option<(AbortCause, bool)>,
     ) -> Result<(), TxnError> {
-        let next = {
+        let (next, coordinator_epoch) = {
             let mut txns = self.lock();
+            let coordinator_epoch = self.check_coordinator(id)?;
             let m = txns
                 .get_mut(id)
                 .ok_or(ResponseError::InvalidProducerIdMapping)?;
@@ -528,9 +532,9 @@ impl TransactionCoordinator {
                 v.producer_epoch += 1;
             }
             m.pending = true;
-            v
+            (v, coordinator_epoch)
         };
-        self.transition(id, next).await?;
+        self.transition(id, next, coordinator_epoch).await?;
         let counter = match abort.map(|(c, _)| c) {
             None => &self.counters.commits,
             Some(AbortCause::Client) => &self.counters.aborts_client,

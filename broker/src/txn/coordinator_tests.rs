@@ -32,9 +32,11 @@ fn setup(dir: &std::path::Path) -> (Arc<LogManager>, Arc<TransactionCoordinator>
         logs.create_topic("t", 2, 1, BTreeMap::new(), false)
             .unwrap();
     }
-    let groups = GroupCoordinator::open(logs.clone(), &cfg).unwrap();
+    let groups = GroupCoordinator::open(logs.clone(), &cfg, false).unwrap();
+    groups.follow_leadership_now();
     let ids = Arc::new(ProducerIdManager::open(dir, 0).unwrap());
-    let txns = TransactionCoordinator::open(logs.clone(), groups, ids, &cfg).unwrap();
+    let txns = TransactionCoordinator::open(logs.clone(), groups, ids, &cfg, false).unwrap();
+    txns.follow_leadership_now();
     (logs, txns)
 }
 
@@ -181,7 +183,9 @@ async fn prepare_commit_found_on_reopen_is_completed() {
         // marker: write the state as EndTxn does, and stop there.
         let mut v = t.describe("c").unwrap().value();
         v.state = TxnState::PrepareCommit;
-        t.persist("c", Some(&v)).await.unwrap();
+        t.persist("c", Some(&v), t.check_coordinator("c").unwrap())
+            .await
+            .unwrap();
         logs.shutdown().unwrap();
         (p.producer_id, first)
     };
@@ -309,4 +313,40 @@ async fn a_kip_360_client_bumps_its_epoch_past_an_aborted_transaction() {
         t.init_producer_id("k", 60_000, Some(stale)).await,
         Err(ResponseError::ProducerFenced)
     );
+}
+
+#[tokio::test]
+async fn transactional_ids_follow_the_leadership_of_their_state_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let (logs, t) = setup(dir.path());
+    logs.start_background();
+    let p = t.init_producer_id("f", 60_000, None).await.unwrap();
+    let part = t.partition_of("f");
+    let log = logs.partition(TRANSACTION_STATE_TOPIC, part).unwrap();
+    let epoch = t.check_coordinator("f").unwrap();
+
+    // Followed elsewhere: the id leaves memory, requests go elsewhere.
+    log.become_follower(0, epoch + 1, 7);
+    t.follow_leadership_now();
+    assert_eq!(t.check_coordinator("f"), Err(ResponseError::NotCoordinator));
+    assert!(t.describe("f").is_none());
+    assert_eq!(
+        t.init_producer_id("f", 60_000, None).await,
+        Err(ResponseError::NotCoordinator)
+    );
+    // A write begun under the old ownership never lands in a new one.
+    let stale = t.persist("f", None, epoch).await;
+    assert_eq!(stale, Err(ResponseError::NotCoordinator));
+
+    // Led again at a newer epoch: reloaded from the log, at that epoch.
+    log.become_leader(0, epoch + 2, &[0], 0);
+    t.follow_leadership_now();
+    assert_eq!(t.check_coordinator("f"), Ok(epoch + 2));
+    let m = t.describe("f").unwrap();
+    assert_eq!(
+        (m.producer_id, m.producer_epoch),
+        (p.producer_id, p.producer_epoch)
+    );
+    let again = t.init_producer_id("f", 60_000, Some(p)).await.unwrap();
+    assert_eq!(again.producer_epoch, p.producer_epoch + 1);
 }

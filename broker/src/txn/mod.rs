@@ -10,10 +10,15 @@
 //! - `coordinator.rs`: requests (InitProducerId, AddPartitionsToTxn,
 //!   AddOffsetsToTxn, EndTxn, DescribeTransactions, ListTransactions);
 //! - `completion.rs`: writing markers, completing transactions, aborting
-//!   timed-out ones and expiring idle ids.
+//!   timed-out ones and expiring idle ids;
+//! - `loading.rs`: loading and dropping the ids of a `__transaction_state`
+//!   partition as this broker starts and stops leading it;
+//! - `marker_channel.rs`: markers for partitions led by other brokers.
 
 pub mod completion;
 pub mod coordinator;
+pub mod loading;
+pub mod marker_channel;
 pub mod records;
 
 pub use coordinator::{
@@ -21,4 +26,4 @@ pub use coordinator::{
 };
 pub use records::TxnState;
 
-pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
+pub use crate::topic_name::TRANSACTION_STATE_TOPIC;

@@ -1,6 +1,7 @@
 //! ApiVersions, DescribeCluster and FindCoordinator: what a client asks
 //! before anything else. A single broker is its own controller and
-//! coordinator.
+//! coordinator; in a cluster the leader of a key's internal partition
+//! coordinates it.
 
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
@@ -9,8 +10,10 @@ use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 
 use super::{s, NO_AUTHORIZED_OPERATIONS};
+use crate::cluster::records::BrokerRegistration;
 use crate::server::versions::SUPPORTED;
 use crate::server::Broker;
+use crate::topic_name::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 
 pub fn api_versions(error_code: i16) -> ApiVersionsResponse {
     let mut r = ApiVersionsResponse::default();
@@ -66,25 +69,28 @@ pub async fn find_coordinator(
     b: &Broker,
 ) -> FindCoordinatorResponse {
     let mut r = FindCoordinatorResponse::default();
-    // A single broker coordinates everything; in a cluster, until the
-    // coordinators follow their internal partitions' leaders (issue 18,
-    // step 4), the controller does.
-    let coordinator = b.coordinator();
-    let (error, why) = match req.key_type {
-        0 | 1 if coordinator.is_none() => (
-            ResponseError::CoordinatorNotAvailable.code(),
-            "no controller is elected yet",
-        ),
-        0 | 1 => (0, ""),
-        // v6 (KIP-932): as Kafka 3.9 with share groups off.
-        2 => (
-            ResponseError::InvalidRequest.code(),
-            "share groups (coordinator key type 2, KIP-932) are not supported",
-        ),
-        _ => (
-            ResponseError::InvalidRequest.code(),
-            "unknown coordinator key type",
-        ),
+    // The coordinator of a key is the leader of its internal partition
+    // (docs/coordinators.md).
+    let lookup = |key: &str| -> Result<BrokerRegistration, (i16, String)> {
+        let topic = match req.key_type {
+            0 => OFFSETS_TOPIC,
+            1 => TRANSACTION_STATE_TOPIC,
+            // v6 (KIP-932): as Kafka 3.9 with share groups off.
+            2 => {
+                return Err((
+                    ResponseError::InvalidRequest.code(),
+                    "share groups (coordinator key type 2, KIP-932) are not supported".into(),
+                ))
+            }
+            _ => {
+                return Err((
+                    ResponseError::InvalidRequest.code(),
+                    "unknown coordinator key type".into(),
+                ))
+            }
+        };
+        b.coordinator_for(topic, key)
+            .map_err(|why| (ResponseError::CoordinatorNotAvailable.code(), why))
     };
     if version >= 4 {
         r.coordinators = req
@@ -92,31 +98,37 @@ pub async fn find_coordinator(
             .into_iter()
             .map(|key| {
                 let mut c = Coordinator::default();
-                c.key = key;
-                c.error_code = error;
-                if let (0, Some(node)) = (error, &coordinator) {
-                    c.node_id = BrokerId(node.node_id);
-                    c.host = s(node.host.clone());
-                    c.port = node.port;
-                } else {
-                    c.node_id = BrokerId(-1);
-                    c.port = -1;
-                    c.error_message = Some(s(why));
+                match lookup(&key) {
+                    Ok(node) => {
+                        c.node_id = BrokerId(node.node_id);
+                        c.host = s(node.host);
+                        c.port = node.port;
+                    }
+                    Err((code, why)) => {
+                        c.error_code = code;
+                        c.node_id = BrokerId(-1);
+                        c.port = -1;
+                        c.error_message = Some(s(why));
+                    }
                 }
+                c.key = key;
                 c
             })
             .collect();
     } else {
-        r.error_code = error;
-        if let (0, Some(node)) = (error, &coordinator) {
-            r.node_id = BrokerId(node.node_id);
-            r.host = s(node.host.clone());
-            r.port = node.port;
-        } else {
-            r.node_id = BrokerId(-1);
-            r.port = -1;
-            if version >= 1 {
-                r.error_message = Some(s(why));
+        match lookup(&req.key) {
+            Ok(node) => {
+                r.node_id = BrokerId(node.node_id);
+                r.host = s(node.host);
+                r.port = node.port;
+            }
+            Err((code, why)) => {
+                r.error_code = code;
+                r.node_id = BrokerId(-1);
+                r.port = -1;
+                if version >= 1 {
+                    r.error_message = Some(s(why));
+                }
             }
         }
     }

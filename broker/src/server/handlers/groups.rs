@@ -27,6 +27,13 @@ use super::{s, NO_AUTHORIZED_OPERATIONS};
 use crate::group::{CommittedOffset, JoinRequest, OffsetCommit};
 use crate::server::Broker;
 
+/// The error a request for `group` gets on a broker that does not
+/// coordinate it (NOT_COORDINATOR, or COORDINATOR_LOAD_IN_PROGRESS while
+/// its partition loads): the client asks FindCoordinator again.
+fn not_coordinator(b: &Broker, group: &str) -> Option<i16> {
+    b.groups.check_coordinator(group).err().map(|e| e.code())
+}
+
 pub async fn join_group(
     req: JoinGroupRequest,
     version: i16,
@@ -34,6 +41,14 @@ pub async fn join_group(
     client_id: &str,
     client_host: &str,
 ) -> JoinGroupResponse {
+    if let Some(code) = not_coordinator(b, &req.group_id) {
+        let mut out = JoinGroupResponse::default();
+        out.error_code = code;
+        out.generation_id = -1;
+        out.member_id = req.member_id;
+        out.protocol_name = (version < 7).then(|| s(""));
+        return out;
+    }
     let r = b
         .groups
         .join(JoinRequest {
@@ -92,6 +107,17 @@ pub async fn join_group(
 }
 
 pub async fn sync_group(req: SyncGroupRequest, version: i16, b: &Broker) -> SyncGroupResponse {
+    if let Some(code) = not_coordinator(b, &req.group_id) {
+        let mut out = SyncGroupResponse::default();
+        // As Kafka: a loading coordinator sends the member to rejoin (the
+        // Java consumer treats COORDINATOR_LOAD_IN_PROGRESS here as fatal).
+        out.error_code = if code == ResponseError::CoordinatorLoadInProgress.code() {
+            ResponseError::RebalanceInProgress.code()
+        } else {
+            code
+        };
+        return out;
+    }
     let r = b
         .groups
         .sync(
@@ -119,6 +145,14 @@ pub async fn sync_group(req: SyncGroupRequest, version: i16, b: &Broker) -> Sync
 
 pub async fn heartbeat(req: HeartbeatRequest, _version: i16, b: &Broker) -> HeartbeatResponse {
     let mut out = HeartbeatResponse::default();
+    if let Some(code) = not_coordinator(b, &req.group_id) {
+        // As Kafka: a heartbeat during the load is accepted (the member
+        // keeps its session; the loaded group decides what comes next).
+        if code != ResponseError::CoordinatorLoadInProgress.code() {
+            out.error_code = code;
+        }
+        return out;
+    }
     out.error_code = b.groups.heartbeat(
         &req.group_id,
         &req.member_id,
@@ -143,6 +177,10 @@ pub async fn leave_group(req: LeaveGroupRequest, version: i16, b: &Broker) -> Le
         vec![(req.member_id.to_string(), None)]
     };
     let mut out = LeaveGroupResponse::default();
+    if let Some(code) = not_coordinator(b, &req.group_id) {
+        out.error_code = code;
+        return out;
+    }
     match b.groups.leave(&req.group_id, &members) {
         Err(code) => out.error_code = code,
         Ok(codes) => {
@@ -190,16 +228,20 @@ pub async fn offset_commit(
         }
         shape.push((t.name, parts));
     }
-    let codes = b
-        .groups
-        .commit(
-            &req.group_id,
-            req.generation_id_or_member_epoch,
-            &req.member_id,
-            req.group_instance_id.as_deref(),
-            commits,
-        )
-        .await;
+    let codes = match not_coordinator(b, &req.group_id) {
+        Some(code) => vec![code; commits.len()],
+        None => {
+            b.groups
+                .commit(
+                    &req.group_id,
+                    req.generation_id_or_member_epoch,
+                    &req.member_id,
+                    req.group_instance_id.as_deref(),
+                    commits,
+                )
+                .await
+        }
+    };
     let mut codes = codes.into_iter();
     let mut out = OffsetCommitResponse::default();
     for (name, parts) in shape {
@@ -242,7 +284,15 @@ pub async fn offset_fetch(
             });
             let mut group = OffsetFetchResponseGroup::default();
             group.group_id = g.group_id.clone();
-            for (topic, offsets) in by_topic(b.groups.fetch(&g.group_id, wanted)) {
+            let fetched = match b.groups.fetch_checked(&g.group_id, wanted) {
+                Ok(f) => f,
+                Err(e) => {
+                    group.error_code = e.code();
+                    out.groups.push(group);
+                    continue;
+                }
+            };
+            for (topic, offsets) in by_topic(fetched) {
                 let mut t = OffsetFetchResponseTopics::default();
                 t.name = TopicName(s(topic.clone()));
                 t.partitions = offsets
@@ -268,12 +318,36 @@ pub async fn offset_fetch(
         }
         return out;
     }
-    let wanted = req.topics.map(|ts| {
-        ts.into_iter()
-            .map(|t| (t.name.to_string(), t.partition_indexes))
+    let wanted = req.topics.as_ref().map(|ts| {
+        ts.iter()
+            .map(|t| (t.name.to_string(), t.partition_indexes.clone()))
             .collect()
     });
-    for (topic, offsets) in by_topic(b.groups.fetch(&req.group_id, wanted)) {
+    let fetched = b.groups.fetch_checked(&req.group_id, wanted);
+    if let Err(e) = fetched {
+        // v2+ carry the group's error; v0-1 only a code per partition.
+        let code = e.code();
+        out.error_code = code;
+        for t in req.topics.unwrap_or_default() {
+            let mut rt = OffsetFetchResponseTopic::default();
+            rt.partitions = t
+                .partition_indexes
+                .iter()
+                .map(|p| {
+                    let mut rp = OffsetFetchResponsePartition::default();
+                    rp.partition_index = *p;
+                    rp.committed_offset = -1;
+                    rp.committed_leader_epoch = -1;
+                    rp.error_code = code;
+                    rp
+                })
+                .collect();
+            rt.name = t.name;
+            out.topics.push(rt);
+        }
+        return out;
+    }
+    for (topic, offsets) in by_topic(fetched.unwrap_or_default()) {
         let mut t = OffsetFetchResponseTopic::default();
         t.name = TopicName(s(topic.clone()));
         t.partitions = offsets
@@ -323,6 +397,10 @@ pub async fn offset_delete(
         })
         .collect();
     let mut out = OffsetDeleteResponse::default();
+    if let Some(code) = not_coordinator(b, &req.group_id) {
+        out.error_code = code;
+        return out;
+    }
     match b.groups.delete_offsets(&req.group_id, parts).await {
         Err(code) => out.error_code = code,
         Ok(codes) => {
@@ -354,8 +432,18 @@ pub async fn describe_groups(
 ) -> DescribeGroupsResponse {
     let mut out = DescribeGroupsResponse::default();
     for id in req.groups {
-        let d = b.groups.describe(&id);
         let mut g = DescribedGroup::default();
+        let d = match b.groups.describe_checked(&id) {
+            Ok(d) => d,
+            Err(_) if id.is_empty() => b.groups.describe(&id),
+            Err(e) => {
+                g.error_code = e.code();
+                g.group_id = id;
+                g.authorized_operations = NO_AUTHORIZED_OPERATIONS;
+                out.groups.push(g);
+                continue;
+            }
+        };
         if id.is_empty() {
             g.error_code = ResponseError::InvalidGroupId.code();
         }
@@ -427,7 +515,10 @@ pub async fn delete_groups(
     let mut out = DeleteGroupsResponse::default();
     for id in req.groups_names {
         let mut r = DeletableGroupResult::default();
-        r.error_code = b.groups.delete_group(&id).await;
+        r.error_code = match not_coordinator(b, &id) {
+            Some(code) => code,
+            None => b.groups.delete_group(&id).await,
+        };
         r.group_id = id;
         out.results.push(r);
     }

@@ -421,6 +421,10 @@ fn append_partition(
                     "a non-transactional batch from a producer with an open transaction"
                         .to_string(),
                 ),
+                SequenceError::CoordinatorFenced { current, got } => (
+                    ResponseError::TransactionCoordinatorFenced,
+                    format!("coordinator epoch {got} is older than {current}"),
+                ),
                 SequenceError::UnknownProducerId => (
                     ResponseError::UnknownProducerId,
                     "no state for this producer id and the batch does not start at sequence 0"

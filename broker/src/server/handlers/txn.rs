@@ -55,9 +55,14 @@ async fn add_partitions_one(
         .iter()
         .flat_map(|t| t.partitions.iter().map(|p| (t.name.0.to_string(), *p)))
         .collect();
-    let unknown = |t: &str, p: i32| b.logs.partition(t, p).is_none();
+    // The coordinator need not host the partitions: the store knows them.
+    let snap = b.cluster.view.snapshot();
+    let unknown =
+        |t: &str, p: i32| b.logs.partition(t, p).is_none() && snap.partition(t, p).is_none();
     let any_unknown = wanted.iter().any(|(t, p)| unknown(t, *p));
-    let common = if any_unknown {
+    let common = if let Err(e) = b.txns.check_coordinator(id) {
+        Some(result_code(Err(e), version, 2))
+    } else if any_unknown {
         None
     } else if verify_only {
         // KIP-890: the partitions must already be in the open transaction.
@@ -214,7 +219,12 @@ pub async fn txn_offset_commit(
     // The producer must be the id's current one, in an open transaction
     // holding the group's offsets partition (AddOffsetsToTxn came first).
     let offsets_partition = b.groups.offsets_partition_of(&req.group_id);
+    // Only a broker that coordinates the transactional id as well knows
+    // its state; elsewhere the offsets partition's producer state fences a
+    // stale producer epoch when the offsets are appended.
+    let known = b.txns.check_coordinator(&req.transactional_id).is_ok();
     let check = match b.txns.describe(&req.transactional_id) {
+        _ if !known => Ok(()),
         None => Err(ResponseError::InvalidProducerIdMapping),
         Some(m) if m.producer_id != req.producer_id.0 => {
             Err(ResponseError::InvalidProducerIdMapping)
@@ -231,6 +241,10 @@ pub async fn txn_offset_commit(
             Err(ResponseError::InvalidTxnState)
         }
         Some(_) => Ok(()),
+    };
+    let check = match b.groups.check_coordinator(&req.group_id) {
+        Err(e) => Err(e),
+        Ok(()) => check,
     };
     let codes = match check {
         Err(e) => vec![e.code(); offsets.len()],
@@ -278,10 +292,12 @@ pub async fn describe_transactions(
     let mut r = DescribeTransactionsResponse::default();
     for id in req.transactional_ids {
         let mut d = DescribedState::default();
-        match b.txns.describe(&id) {
+        let owned = b.txns.check_coordinator(&id);
+        match owned.map(|_| b.txns.describe(&id)) {
+            Err(e) => d.error_code = e.code(),
             // Kafka leaves every other field at its default (0).
-            None => d.error_code = ResponseError::TransactionalIdNotFound.code(),
-            Some(m) => {
+            Ok(None) => d.error_code = ResponseError::TransactionalIdNotFound.code(),
+            Ok(Some(m)) => {
                 d.transaction_state = s(m.state.name());
                 d.transaction_timeout_ms = m.timeout_ms;
                 d.transaction_start_time_ms = m.start_ms;

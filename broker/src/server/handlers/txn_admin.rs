@@ -15,8 +15,11 @@ use kafka_protocol::ResponseError;
 
 use super::s;
 use crate::log::control::{Marker, MarkerType};
+use crate::log::group_commit::CommitWait;
+use crate::log::producer_state::SequenceError;
 use crate::log::LogError;
 use crate::server::Broker;
+use crate::txn::completion::MarkerWriteError;
 
 pub async fn describe_producers(
     req: DescribeProducersRequest,
@@ -84,20 +87,36 @@ pub async fn write_txn_markers(
         for t in m.topics {
             let mut tr = WritableTxnMarkerTopicResult::default();
             for p in t.partition_indexes {
+                // Only the partition's leader writes its marker (a
+                // coordinator that asked the wrong broker asks again).
+                if let Some(e) = b.not_leader(&t.name, p) {
+                    let mut pr = WritableTxnMarkerPartitionResult::default();
+                    pr.partition_index = p;
+                    pr.error_code = e.code();
+                    tr.partitions.push(pr);
+                    continue;
+                }
                 let written =
                     b.txns
                         .write_marker(&t.name, p, m.producer_id.0, m.producer_epoch, marker);
                 let code = match written {
-                    Ok(Some((log, end))) => {
-                        if log.wait_durable(end, timeout).await {
-                            0
-                        } else {
-                            ResponseError::RequestTimedOut.code()
-                        }
-                    }
+                    Ok(Some(w)) => match w.log.wait_committed(w.end, w.leader_epoch, timeout).await
+                    {
+                        CommitWait::Committed => 0,
+                        CommitWait::TimedOut => ResponseError::RequestTimedOut.code(),
+                        CommitWait::NotLeader => ResponseError::NotLeaderOrFollower.code(),
+                    },
                     Ok(None) => ResponseError::UnknownTopicOrPartition.code(),
-                    Err(LogError::Marker(_)) => ResponseError::InvalidProducerEpoch.code(),
-                    Err(LogError::Closed | LogError::NotLeader) => {
+                    Err(MarkerWriteError::GroupsLoading(_)) => {
+                        ResponseError::CoordinatorLoadInProgress.code()
+                    }
+                    Err(MarkerWriteError::Log(LogError::Marker(
+                        SequenceError::CoordinatorFenced { .. },
+                    ))) => ResponseError::TransactionCoordinatorFenced.code(),
+                    Err(MarkerWriteError::Log(LogError::Marker(_))) => {
+                        ResponseError::InvalidProducerEpoch.code()
+                    }
+                    Err(MarkerWriteError::Log(LogError::Closed | LogError::NotLeader)) => {
                         ResponseError::NotLeaderOrFollower.code()
                     }
                     Err(e) => {
