@@ -289,7 +289,22 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
             .await
             .context("starting the historical read path")?;
         if fresh {
-            let restored = restore_topics(&remote, &logs)
+            // In a cluster the store's topics come back through
+            // replication (a replica starts at the bucket's end); only
+            // topics the store lost are restored from the bucket.
+            let known: std::collections::HashSet<String> = if clustered {
+                let prefix = strata_broker::cluster::records::TOPICS_PREFIX;
+                let (kvs, _) = cluster_store
+                    .list(prefix)
+                    .await
+                    .with_context(|| format!("listing topics in {}", cluster_store.describe()))?;
+                kvs.into_iter()
+                    .filter_map(|kv| kv.key.strip_prefix(prefix).map(str::to_string))
+                    .collect()
+            } else {
+                Default::default()
+            };
+            let restored = restore_topics(&remote, &logs, &known)
                 .await
                 .context("restoring topics from the object store")?;
             if !restored.is_empty() {
@@ -398,6 +413,14 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
                 config.node_id(),
                 &config,
             ),
+            // Tiered partitions: an empty replica starts at the bucket's end.
+            remote.clone().map(|remote| {
+                Arc::new(strata_broker::remote::tiered_end::BucketTieredEnd {
+                    remote,
+                    logs: logs.clone(),
+                })
+                    as Arc<dyn strata_broker::replication::tiered_start::TieredEndSource>
+            }),
             applied,
             shutdown_rx.clone(),
         );

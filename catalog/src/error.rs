@@ -15,6 +15,16 @@ pub enum CatalogError {
         current: u64,
         owner: String,
     },
+    /// A claim at a partition leader epoch older than the one the catalog
+    /// was claimed at: a newer leader owns the partition.
+    #[error(
+        "fenced: this broker leads at epoch {mine}, the catalog was claimed at leader epoch {current} ({owner})"
+    )]
+    StaleLeaderEpoch {
+        mine: i32,
+        current: i32,
+        owner: String,
+    },
     #[error("manifest {key} is corrupt: {message}")]
     Corrupt { key: String, message: String },
     #[error("segment {base_offset} does not follow the catalog's last offset {last_offset}")]

@@ -43,6 +43,12 @@ pub struct PartitionManifest {
     pub writer_epoch: u64,
     /// Who holds that epoch (broker id and process), for operators.
     pub owner: String,
+    /// In a cluster, the partition leader epoch the writer claimed at: a
+    /// broker leading at an older epoch can no longer claim (a deposed
+    /// leader is fenced in the bucket as on the wire). None when only
+    /// single brokers ever wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_epoch: Option<i32>,
     /// Offsets below this are gone from remote storage (total retention).
     pub log_start_offset: i64,
     /// Sorted by base offset, non-overlapping; contiguous except where
@@ -60,6 +66,7 @@ impl PartitionManifest {
             version: 0,
             writer_epoch: 0,
             owner: String::new(),
+            leader_epoch: None,
             log_start_offset: 0,
             segments: Vec::new(),
             end_offset: None,

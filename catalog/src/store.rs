@@ -52,12 +52,36 @@ impl PartitionCatalog {
         path: PartitionPath,
         owner: &str,
     ) -> Result<Self, CatalogError> {
+        Self::claim_at(store, path, owner, None).await
+    }
+
+    /// [`Self::claim`] by a partition leader at `leader_epoch` (in a
+    /// cluster): refused with [`CatalogError::StaleLeaderEpoch`] if the
+    /// catalog was claimed at a newer leader epoch, so a deposed leader
+    /// can neither take the catalog back nor write after the new leader
+    /// claimed. `None` (a single broker) claims unconditionally.
+    pub async fn claim_at(
+        store: Arc<dyn ObjectStore>,
+        path: PartitionPath,
+        owner: &str,
+        leader_epoch: Option<i32>,
+    ) -> Result<Self, CatalogError> {
         loop {
             let latest = load_latest(&*store, &path).await?;
+            if let (Some(mine), Some(current)) = (leader_epoch, latest.leader_epoch) {
+                if mine < current {
+                    return Err(CatalogError::StaleLeaderEpoch {
+                        mine,
+                        current,
+                        owner: latest.owner,
+                    });
+                }
+            }
             let mut next = latest.clone();
             next.version = latest.version + 1;
             next.writer_epoch = latest.writer_epoch + 1;
             next.owner = owner.to_string();
+            next.leader_epoch = leader_epoch.or(latest.leader_epoch);
             match put_version(&*store, &path, &next).await? {
                 true => {
                     if let Some(newer) = newer_version_exists(&*store, &path, next.version).await? {
@@ -397,6 +421,44 @@ mod tests {
         let r = PartitionCatalog::open(store, path()).await.unwrap();
         assert_eq!(r.manifest().segments.len(), 1);
         assert_eq!(r.manifest().log_start_offset, 10);
+    }
+
+    #[tokio::test]
+    async fn a_deposed_leader_cannot_claim_or_write() {
+        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let mut old = PartitionCatalog::claim_at(store.clone(), path(), "node-1", Some(3))
+            .await
+            .unwrap();
+        old.add_segment(seg(0, 9)).await.unwrap();
+        let mut new = PartitionCatalog::claim_at(store.clone(), path(), "node-2", Some(4))
+            .await
+            .unwrap();
+        assert_eq!(new.manifest().leader_epoch, Some(4));
+        new.add_segment(seg(10, 19)).await.unwrap();
+        // The old leader's handle is fenced by the writer epoch...
+        assert!(matches!(
+            old.add_segment(seg(10, 29)).await,
+            Err(CatalogError::Fenced { .. })
+        ));
+        // ...and it cannot claim again at its old leader epoch.
+        match PartitionCatalog::claim_at(store.clone(), path(), "node-1", Some(3)).await {
+            Err(CatalogError::StaleLeaderEpoch {
+                mine: 3,
+                current: 4,
+                owner,
+            }) => assert_eq!(owner, "node-2"),
+            other => panic!("expected a stale leader epoch, got {other:?}"),
+        }
+        // The same leader re-claiming at its epoch (a restart) is allowed,
+        // and a single broker's claim keeps the leader epoch recorded.
+        PartitionCatalog::claim_at(store.clone(), path(), "node-2", Some(4))
+            .await
+            .unwrap();
+        let single = PartitionCatalog::claim(store.clone(), path(), "single")
+            .await
+            .unwrap();
+        assert_eq!(single.manifest().leader_epoch, Some(4));
+        assert_eq!(single.manifest().segments.len(), 2);
     }
 
     #[tokio::test]

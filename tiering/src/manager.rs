@@ -4,10 +4,16 @@
 //! partitions), deletes local segments that are both recorded and outside
 //! the hot window, and applies total retention to the remote part.
 //!
+//! Only the partition's writer (its leader) uploads and writes the
+//! catalog, claimed at its leader epoch in a cluster. On a follower the
+//! task reads the catalog instead, and deletes local segments it records
+//! that are outside the hot window (or below total retention), as the
+//! leader does: a follower's disk holds the hot tail, not the history.
+//!
 //! The partition log is reached only through [`LocalLog`], so this module
 //! never sees the broker's types. It must never delete a local segment the
-//! catalog has not recorded, and stops writing a partition for good once
-//! another broker has fenced it.
+//! catalog has not recorded, and stops writing a partition once another
+//! broker has fenced it, until its own leadership changes.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -21,7 +27,7 @@ use tracing::Instrument;
 
 use crate::error::TieringError;
 use crate::policy::{LocalSegmentInfo, TieringPolicy};
-use crate::upload::{upload_segment, UploadOptions};
+use crate::upload::{upload_segment, SealedSegment, UploadOptions};
 
 /// What the tiering manager needs from a partition log.
 pub trait LocalLog: Send + Sync + 'static {
@@ -48,12 +54,40 @@ pub trait LocalLog: Send + Sync + 'static {
     fn is_writer(&self) -> bool {
         true
     }
+    /// In a cluster, the leader epoch this broker leads the partition at:
+    /// the catalog is claimed at it ([`PartitionCatalog::claim_at`]), so a
+    /// deposed leader is fenced in the bucket too. None for a single
+    /// broker (the writer epoch alone fences).
+    fn leader_epoch(&self) -> Option<i32> {
+        None
+    }
+    /// Copies the part of the sealed segment `seg` from `from` (a batch
+    /// boundary inside it) into scratch files, for an upload that starts
+    /// at the catalog's end: a replica that became leader rolled its
+    /// segments elsewhere than the previous leader. The caller removes
+    /// the copy with [`Self::release_copy`].
+    fn copy_segment_tail(&self, seg: &SealedSegment, from: i64) -> Result<SealedSegment, String> {
+        let _ = (seg, from);
+        Err("this log cannot copy part of a segment".into())
+    }
+    /// Removes a copy made by [`Self::copy_segment_tail`].
+    fn release_copy(&self, copy: &SealedSegment) {
+        let _ = copy;
+    }
     /// Uploads stop below this offset: a compacted log's first dirty
     /// offset, so that the bucket only receives cleaned segments.
     fn upload_end(&self) -> Option<i64> {
         None
     }
 }
+
+/// How often a partition's leadership is looked at between rounds: a new
+/// leader claims the catalog within this, not within a whole interval.
+const ROLE_CHECK: Duration = Duration::from_secs(1);
+
+/// A follower re-reads its partition's catalog at least every this many
+/// rounds, for total retention and the remote log start it reports.
+const FOLLOWER_REFRESH_ROUNDS: u64 = 10;
 
 #[derive(Debug, Clone)]
 pub struct ManagerOptions {
@@ -230,6 +264,9 @@ impl RemoteLogManager {
             rp: rp.clone(),
             path,
             last_gc_version: 0,
+            claimed_at: None,
+            fenced_at: None,
+            follower_rounds: 0,
         };
         task.load_view().await;
         self.partitions
@@ -255,29 +292,71 @@ impl RemoteLogManager {
     }
 }
 
+/// What this broker is for a partition, as one round sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// It writes the catalog: at this leader epoch in a cluster, with no
+    /// epoch as a single broker.
+    Writer(Option<i32>),
+    /// Another broker leads; this one reads the catalog.
+    Follower,
+}
+
 struct PartitionTask {
     mgr: Arc<RemoteLogManager>,
     log: Arc<dyn LocalLog>,
     rp: Arc<RemotePartition>,
     path: PartitionPath,
     last_gc_version: u64,
+    /// The leader epoch the writer in `rp.writer` was claimed at.
+    claimed_at: Option<i32>,
+    /// The role at which another broker fenced this one: writer rounds
+    /// stop until the role changes.
+    fenced_at: Option<Role>,
+    /// Rounds run as a follower (the catalog is re-read every
+    /// `FOLLOWER_REFRESH_ROUNDS` of them even when nothing could go).
+    follower_rounds: u64,
 }
 
 impl PartitionTask {
+    fn role(&self) -> Role {
+        if self.log.is_writer() {
+            Role::Writer(self.log.leader_epoch())
+        } else {
+            Role::Follower
+        }
+    }
+
     async fn run(mut self) {
         loop {
             if self.log.is_closed() {
                 break;
             }
-            // A fenced partition stays stopped while this broker would
-            // write it; once another broker leads, it may lead (and claim)
-            // again later.
-            if !self.rp.stats.fenced.load(Ordering::Relaxed) || !self.log.is_writer() {
-                self.round().await;
+            let role = self.role();
+            if self.fenced_at.is_some_and(|f| f != role) {
+                self.fenced_at = None;
+                self.rp.stats.fenced.store(false, Ordering::Relaxed);
             }
-            tokio::select! {
-                _ = tokio::time::sleep(self.mgr.opts.interval) => {}
-                _ = self.rp.wake.notified() => {}
+            // Fencing stops a writer only: a follower keeps trimming.
+            if self.fenced_at.is_none() || role == Role::Follower {
+                self.round(role).await;
+            }
+            // The next round after the interval, on a wake, or as soon as
+            // the leadership changed.
+            let deadline = tokio::time::Instant::now() + self.mgr.opts.interval;
+            loop {
+                let now = tokio::time::Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                let tick = (deadline - now).min(ROLE_CHECK);
+                tokio::select! {
+                    _ = tokio::time::sleep(tick) => {}
+                    _ = self.rp.wake.notified() => break,
+                }
+                if self.log.is_closed() || self.role() != role {
+                    break;
+                }
             }
         }
         let mut map = self
@@ -311,7 +390,8 @@ impl PartitionTask {
         self.log.set_remote_log_start(m.earliest_offset());
     }
 
-    fn fenced(&self, e: &CatalogError) {
+    fn fenced(&mut self, role: Role, e: &CatalogError) {
+        self.fenced_at = Some(role);
         self.rp.stats.fenced.store(true, Ordering::Relaxed);
         tracing::error!(topic = %self.rp.topic, partition = self.rp.partition, error = %e,
             "tiering stopped for this partition: fenced by another broker that claimed its catalog; local segments are no longer deleted");
@@ -330,15 +410,21 @@ impl PartitionTask {
             "{what} failed; will retry");
     }
 
-    async fn round(&mut self) {
-        if !self.log.is_writer() {
-            // Another broker leads: its writer epoch owns the catalog.
-            *self.rp.writer.lock().await = None;
-            self.rp.stats.fenced.store(false, Ordering::Relaxed);
-            return;
-        }
+    /// One round in `role`, the role seen when the round began: a round
+    /// never claims or writes with a leadership it no longer has.
+    async fn round(&mut self, role: Role) {
         let policy = self.log.policy();
         let now = now_ms();
+        let epoch = match role {
+            Role::Writer(epoch) => epoch,
+            Role::Follower => {
+                // Another broker leads: its writer epoch owns the catalog.
+                *self.rp.writer.lock().await = None;
+                self.claimed_at = None;
+                self.follow(policy, now).await;
+                return;
+            }
+        };
         if policy.remote_enabled {
             // The upload-lag bound: an idle active segment is sealed after
             // segment.ms, then uploaded below.
@@ -346,17 +432,32 @@ impl PartitionTask {
         }
         let writer = self.rp.writer.clone();
         let mut writer = writer.lock().await;
+        if self.role() != role {
+            // The leadership changed while the cleaner held the writer.
+            return;
+        }
+        if writer.is_some() && self.claimed_at != epoch {
+            // Leading again at a newer epoch: claim at it (someone may
+            // have led, and claimed, in between).
+            *writer = None;
+        }
         if writer.is_none() {
             if !policy.remote_enabled && self.rp.nothing_remote.load(Ordering::Relaxed) {
                 update_lag(&self.rp, &self.log.sealed_segments(), None);
                 return;
             }
-            match self.claim(policy).await {
-                Ok(Some(cat)) => *writer = Some(cat),
+            match self.claim(policy, epoch).await {
+                Ok(Some(cat)) => {
+                    *writer = Some(cat);
+                    self.claimed_at = epoch;
+                }
                 Ok(None) => return,
                 Err(e) => {
-                    if let TieringError::Catalog(ce @ CatalogError::Fenced { .. }) = &e {
-                        self.fenced(ce);
+                    if let TieringError::Catalog(
+                        ce @ (CatalogError::Fenced { .. } | CatalogError::StaleLeaderEpoch { .. }),
+                    ) = &e
+                    {
+                        self.fenced(role, ce);
                     } else {
                         self.failed("claiming the partition catalog", &e);
                     }
@@ -367,9 +468,61 @@ impl PartitionTask {
         let Some(cat) = writer.as_mut() else { return };
         if let Err(e) = self.upload_and_retain(cat, policy, now).await {
             match &e {
-                TieringError::Catalog(ce @ CatalogError::Fenced { .. }) => self.fenced(ce),
+                TieringError::Catalog(
+                    ce @ (CatalogError::Fenced { .. } | CatalogError::StaleLeaderEpoch { .. }),
+                ) => self.fenced(role, ce),
                 _ => self.failed("tiering", &e),
             }
+        }
+    }
+
+    /// A follower's round: the catalog is read, never written. Local
+    /// segments it records outside the hot window go, as on the leader,
+    /// and so does anything below the remote log start (total retention,
+    /// which the leader applied). The catalog is read only when a local
+    /// segment could go, or every `FOLLOWER_REFRESH_ROUNDS` rounds.
+    async fn follow(&mut self, policy: TieringPolicy, now: i64) {
+        // Uploading is the leader's: nothing awaits upload here.
+        update_lag(&self.rp, &[], None);
+        if !policy.remote_enabled {
+            return;
+        }
+        let sealed = self.log.sealed_segments();
+        let size = self.log.local_size_bytes();
+        let could_go = policy.local_cut(&sealed, size, i64::MAX, now).is_some();
+        self.follower_rounds = self.follower_rounds.wrapping_add(1);
+        if !could_go && self.follower_rounds % FOLLOWER_REFRESH_ROUNDS != 1 {
+            return;
+        }
+        let view = match PartitionCatalog::open(self.mgr.store.clone(), self.path.clone()).await {
+            Ok(v) => v,
+            Err(e) => {
+                self.failed("reading the partition catalog", &e.into());
+                return;
+            }
+        };
+        self.mgr.note_store(true);
+        let m = view.manifest();
+        self.publish(m);
+        let mut cut = m
+            .next_offset()
+            .and_then(|end| policy.local_cut(&sealed, size, end, now));
+        if !m.segments.is_empty() || m.log_start_offset > 0 {
+            cut = cut.max(Some(m.log_start_offset));
+        }
+        let Some(cut) = cut else { return };
+        match self.log.delete_local_before(cut) {
+            Ok(0) => {}
+            Ok(n) => {
+                self.rp
+                    .stats
+                    .deleted_local_segments
+                    .fetch_add(n as u64, Ordering::Relaxed);
+                tracing::info!(topic = %self.rp.topic, partition = self.rp.partition, segments = n,
+                    local_log_start_offset = cut,
+                    "follower deleted local segments the bucket holds, outside the hot window");
+            }
+            Err(e) => tracing::error!(error = %e, "deleting local segments failed"),
         }
     }
 
@@ -378,6 +531,7 @@ impl PartitionTask {
     async fn claim(
         &mut self,
         policy: TieringPolicy,
+        leader_epoch: Option<i32>,
     ) -> Result<Option<PartitionCatalog>, TieringError> {
         if !policy.remote_enabled {
             let view = PartitionCatalog::open(self.mgr.store.clone(), self.path.clone()).await?;
@@ -388,9 +542,13 @@ impl PartitionTask {
                 return Ok(None);
             }
         }
-        let cat =
-            PartitionCatalog::claim(self.mgr.store.clone(), self.path.clone(), &self.mgr.owner)
-                .await?;
+        let cat = PartitionCatalog::claim_at(
+            self.mgr.store.clone(),
+            self.path.clone(),
+            &self.mgr.owner,
+            leader_epoch,
+        )
+        .await?;
         self.mgr.note_store(true);
         match cat.delete_orphans().await {
             Ok(0) => {}
@@ -437,14 +595,22 @@ impl PartitionTask {
                     break; // not cleaned yet (a compacted log)
                 }
                 let remote_end = cat.manifest().next_offset();
-                if remote_end.is_some_and(|e| seg.segment.base_offset < e) {
-                    if remote_end.is_some_and(|e| seg.segment.last_offset >= e) {
-                        tracing::error!(topic = %self.rp.topic, partition = self.rp.partition,
-                            base_offset = seg.segment.base_offset, remote_end = remote_end.unwrap_or(-1),
-                            "local segment overlaps the catalog's end; not uploading it");
-                        break;
+                let mut copy = None;
+                if let Some(end) = remote_end.filter(|e| seg.segment.base_offset < *e) {
+                    if seg.segment.last_offset < end {
+                        continue; // already in the bucket
                     }
-                    continue; // already in the bucket
+                    // The catalog ends inside this segment (the previous
+                    // leader rolled elsewhere): upload the part above it.
+                    match self.log.copy_segment_tail(&seg.segment, end) {
+                        Ok(c) => copy = Some(c),
+                        Err(e) => {
+                            tracing::error!(topic = %self.rp.topic, partition = self.rp.partition,
+                                base_offset = seg.segment.base_offset, remote_end = end, error = %e,
+                                "local segment overlaps the catalog's end and cannot be split; not uploading it");
+                            break;
+                        }
+                    }
                 }
                 let _permit =
                     self.mgr
@@ -455,12 +621,16 @@ impl PartitionTask {
                             key: String::new(),
                             message: "upload pool closed".into(),
                         })?;
-                let mut to_upload = seg.segment.clone();
+                let mut to_upload = copy.clone().unwrap_or_else(|| seg.segment.clone());
                 if to_upload.max_timestamp < 0 {
                     to_upload.max_timestamp = seg.retention_timestamp;
                 }
-                match upload_segment(&self.mgr.store, cat, &to_upload, &self.mgr.opts.upload).await
-                {
+                let uploaded =
+                    upload_segment(&self.mgr.store, cat, &to_upload, &self.mgr.opts.upload).await;
+                if let Some(c) = &copy {
+                    self.log.release_copy(c);
+                }
+                match uploaded {
                     Ok(r) => {
                         self.mgr.note_store(true);
                         self.rp

@@ -122,6 +122,113 @@ async fn a_fenced_broker_stops_uploading_and_deleting() {
 }
 
 #[tokio::test]
+async fn leaders_claim_at_their_epoch_and_followers_keep_the_hot_tail() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let catalog = || PartitionCatalog::open(store.clone(), PartitionPath::new("", "t", "tid", 0));
+    let (a_log, b_log) = (FakeLog::new(policy(60_000)), FakeLog::new(policy(60_000)));
+    for log in [&a_log, &b_log] {
+        log.seal(0, 100, 120_000); // outside the hot window once tiered
+        log.seal(10, 100, 1_000); // inside it
+    }
+    *a_log.role.lock().unwrap() = (true, Some(1));
+    *b_log.role.lock().unwrap() = (false, None);
+    let (a, b) = (manager(store.clone(), "a"), manager(store.clone(), "b"));
+    let a_rp = a.add_partition("tid", a_log.clone()).await;
+    let b_rp = b.add_partition("tid", b_log.clone()).await;
+    eventually("the leader uploaded both", || {
+        a_rp.manifest().segments.len() == 2
+    })
+    .await;
+    eventually(
+        "the follower dropped the tiered one outside the hot window",
+        || b_log.local_bases() == vec![10],
+    )
+    .await;
+    assert_eq!(*b_log.remote_start.lock().unwrap(), Some(0));
+    assert_eq!(b_rp.stats.uploaded_segments.load(Ordering::Relaxed), 0);
+    let m = catalog().await.unwrap();
+    assert_eq!(
+        (m.manifest().owner.as_str(), m.manifest().leader_epoch),
+        ("a", Some(1))
+    );
+
+    // Leadership moves to b at epoch 2: it claims within about a second.
+    *a_log.role.lock().unwrap() = (false, None);
+    *b_log.role.lock().unwrap() = (true, Some(2));
+    b_log.seal(20, 100, 1_000);
+    eventually("b uploads at epoch 2", || {
+        b_rp.manifest().segments.len() == 3
+    })
+    .await;
+    let m = catalog().await.unwrap();
+    assert_eq!(
+        (m.manifest().owner.as_str(), m.manifest().leader_epoch),
+        ("b", Some(2))
+    );
+
+    // a believes it leads at its old epoch: refused, it stays away and
+    // keeps its local segments.
+    *a_log.role.lock().unwrap() = (true, Some(1));
+    eventually("a fenced", || a_rp.stats.fenced.load(Ordering::Relaxed)).await;
+    a_log.seal(20, 100, 120_000);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        a_log.local_bases(),
+        vec![10, 20],
+        "a fenced broker deletes nothing"
+    );
+    let m = catalog().await.unwrap();
+    assert_eq!(
+        (m.manifest().owner.as_str(), m.manifest().leader_epoch),
+        ("b", Some(2))
+    );
+
+    // Elected at epoch 3, it claims again.
+    *b_log.role.lock().unwrap() = (false, None);
+    *a_log.role.lock().unwrap() = (true, Some(3));
+    eventually("a claims at epoch 3", || {
+        !a_rp.stats.fenced.load(Ordering::Relaxed) && a_rp.manifest().leader_epoch == Some(3)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_segment_straddling_the_catalogs_end_is_uploaded_from_there() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let old = FakeLog::new(policy(3_600_000));
+    old.seal(0, 100, 0);
+    *old.role.lock().unwrap() = (true, Some(1));
+    let a = manager(store.clone(), "a");
+    let old_rp = a.add_partition("tid", old.clone()).await;
+    eventually("the old leader uploaded 0..9", || {
+        old_rp.manifest().segments.len() == 1
+    })
+    .await;
+    *old.role.lock().unwrap() = (false, None);
+    // The new leader rolled elsewhere: its segment 5..14 straddles 10.
+    let new = FakeLog::new(policy(3_600_000));
+    new.seal(5, 100, 0);
+    *new.role.lock().unwrap() = (true, Some(2));
+    let b = manager(store.clone(), "b");
+    let rp = b.add_partition("tid", new.clone()).await;
+    eventually("10..14 uploaded", || rp.manifest().segments.len() == 2).await;
+    let m = rp.manifest();
+    let ranges: Vec<_> = m
+        .segments
+        .iter()
+        .map(|s| (s.base_offset, s.last_offset))
+        .collect();
+    assert_eq!(ranges, [(0, 9), (10, 14)]);
+    assert_eq!(m.segments[1].size_bytes, 50);
+    let copies: Vec<_> = std::fs::read_dir(new.dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("copy-"))
+        .collect();
+    assert!(copies.is_empty(), "the copy is removed after the upload");
+}
+
+#[tokio::test]
 async fn total_retention_deletes_remote_segments_and_their_objects() {
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
     let log = FakeLog::new(TieringPolicy {

@@ -57,6 +57,24 @@ pub fn render(c: &Cluster) -> String {
         "1 while this broker's watch on the metadata store is healthy.",
         &one(if snap.connected { 1.0 } else { 0.0 }),
     );
+    {
+        use crate::replication::fetcher::{REPLICATED_BYTES, TIERED_STARTS};
+        use std::sync::atomic::Ordering;
+        let _ = writeln!(out, "# HELP strata_replica_fetched_bytes_total Record bytes this broker appended as a follower.");
+        let _ = writeln!(out, "# TYPE strata_replica_fetched_bytes_total counter");
+        let _ = writeln!(
+            out,
+            "strata_replica_fetched_bytes_total {}",
+            REPLICATED_BYTES.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(out, "# HELP strata_replica_tiered_starts_total Partitions this broker began following at the bucket's end (KIP-1023).");
+        let _ = writeln!(out, "# TYPE strata_replica_tiered_starts_total counter");
+        let _ = writeln!(
+            out,
+            "strata_replica_tiered_starts_total {}",
+            TIERED_STARTS.load(Ordering::Relaxed)
+        );
+    }
     let mut offline = 0usize;
     let mut led = Vec::new();
     let (mut isr_size, mut shrinks, mut expands, mut lag) = (vec![], vec![], vec![], vec![]);

@@ -74,6 +74,18 @@ pub async fn publish_all(
         }
         let existing = snap.topic(name).filter(|_| recreated.is_none());
         let internal = crate::topic_name::is_internal(name);
+        // A copy leads at its logs' newest epochs, never below them (a
+        // restored log starts at the epoch its catalog was claimed at).
+        let epochs: Vec<i32> = logs.topic(name).map_or_else(Vec::new, |t| {
+            (0..want.partitions)
+                .map(|p| {
+                    t.partition(p)
+                        .and_then(|l| l.latest_epoch_in_log())
+                        .unwrap_or(0)
+                        .max(0)
+                })
+                .collect()
+        });
         let written = match existing {
             None if internal && !single_broker => {
                 let cfg = logs.broker_config();
@@ -94,16 +106,18 @@ pub async fn publish_all(
                     want.id,
                     internal_topic_configs(name, cfg, rf),
                     &led_by(me, &others, want.partitions, rf as usize),
+                    &epochs,
                 )
                 .await?
             }
             None => {
-                topics::create_topic(
+                topics::create_topic_from_copy(
                     store,
                     name,
                     want.id,
                     want.configs.clone(),
                     &assignment(0, want.partitions),
+                    &epochs,
                 )
                 .await?
             }

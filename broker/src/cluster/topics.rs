@@ -80,20 +80,24 @@ pub async fn create_topic(
 
 /// [`create_topic`] for a topic whose records exist on one broker only
 /// (the first replica of each list): only it is in sync, the others join
-/// the ISR once they copied it.
+/// the ISR once they copied it. Each partition leads at its copy's newest
+/// leader epoch (`leader_epochs`, 0 where missing).
 pub async fn create_topic_from_copy(
     store: &dyn ClusterStore,
     name: &str,
     id: Uuid,
     configs: BTreeMap<String, String>,
     assignment: &[Vec<i32>],
+    leader_epochs: &[i32],
 ) -> Result<Option<Revision>, StoreError> {
     let states: Vec<PartitionState> = assignment
         .iter()
         .cloned()
-        .map(|replicas| {
+        .enumerate()
+        .map(|(p, replicas)| {
             let mut s = new_partition(replicas);
             s.isr.truncate(1);
+            s.leader_epoch = leader_epochs.get(p).copied().unwrap_or(0).max(0);
             s
         })
         .collect();

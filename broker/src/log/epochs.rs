@@ -50,6 +50,18 @@ impl PartitionLog {
         cache.entries().last().map_or(0, |e| e.start_offset)
     }
 
+    /// The leader epoch of the batch holding `offset`, by the cache (0
+    /// for a log without epochs).
+    pub fn epoch_of_offset(&self, offset: i64) -> i32 {
+        let cache = self.epochs.lock().unwrap_or_else(|e| e.into_inner());
+        let entries = cache.entries();
+        let i = entries.partition_point(|e| e.start_offset <= offset);
+        match i {
+            0 => entries.first().map_or(0, |e| e.epoch),
+            _ => entries[i - 1].epoch,
+        }
+    }
+
     /// The newest epoch among the log's batches (what a follower asks the
     /// leader about), if any.
     pub fn latest_epoch_in_log(&self) -> Option<i32> {

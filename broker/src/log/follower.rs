@@ -174,6 +174,40 @@ impl PartitionLog {
     /// segment, snapshot and epoch entry goes (following the leadership at
     /// `epoch`).
     pub fn truncate_fully_and_start_at(&self, offset: i64, epoch: i32) -> Result<(), LogError> {
+        self.restart_at(offset, epoch, None)
+    }
+
+    /// Empties the log so that it starts at the bucket's end `offset`
+    /// (KIP-1023): what lies below is read from the bucket. The producer
+    /// state is the one uploaded with the last tiered segment (open
+    /// transactions kept: their coordinator is alive and its markers will
+    /// come through replication), and the epoch cache starts with
+    /// `last_epoch`, the epoch of the last tiered batch.
+    pub fn start_at_tiered_end(
+        &self,
+        offset: i64,
+        last_epoch: i32,
+        producer_snapshot: Option<&[u8]>,
+        epoch: i32,
+    ) -> Result<(), LogError> {
+        let producers = producer_snapshot.and_then(ProducerStateManager::decode);
+        if producer_snapshot.is_some() && producers.is_none() {
+            tracing::warn!(topic = %self.topic(), partition = self.partition(),
+                "the bucket's producer state snapshot is unreadable; idempotent producers start over");
+        }
+        self.restart_at(
+            offset,
+            epoch,
+            Some((last_epoch, producers.unwrap_or_default())),
+        )
+    }
+
+    fn restart_at(
+        &self,
+        offset: i64,
+        epoch: i32,
+        from_bucket: Option<(i32, ProducerStateManager)>,
+    ) -> Result<(), LogError> {
         let cfg = self.config();
         let mut inner = self.lock_open()?;
         self.check_follower_epoch(&inner, epoch)?;
@@ -184,10 +218,18 @@ impl PartitionLog {
             }
         }
         ProducerStateManager::delete_snapshots_below(self.dir(), i64::MAX)?;
+        let (seed_epoch, producers) = match from_bucket {
+            Some((e, p)) => {
+                // On disk before the segment: a restart finds the state.
+                p.write_snapshot(self.dir(), offset)?;
+                (Some(e), p)
+            }
+            None => (None, ProducerStateManager::default()),
+        };
         let seg = LogSegment::create(self.dir(), offset, settings(&cfg))?;
         inner.segments.insert(offset, seg);
         inner.log_start_offset = offset;
-        inner.producers = ProducerStateManager::default();
+        inner.producers = producers;
         inner.unflushed_since = None;
         inner.truncations += 1;
         super::partition_log::fsync_dir(self.dir())?;
@@ -197,9 +239,16 @@ impl PartitionLog {
             cache.truncate_from_start(offset)?;
         }
         self.after_truncation(&inner, offset)?;
+        if let (Some(e), true) = (seed_epoch, offset > 0) {
+            // After the truncation (which drops entries from the end on),
+            // at the last tiered offset: the entry names that batch's
+            // epoch and, below the log start, survives a restart.
+            let mut cache = self.epochs.lock().unwrap_or_else(|e| e.into_inner());
+            cache.assign(e, offset - 1)?;
+        }
         drop(inner);
         tracing::info!(topic = %self.topic(), partition = self.partition(), offset,
-            "emptied the log to start at the leader's offset");
+            from_bucket = seed_epoch.is_some(), "emptied the log to start at the leader's offset");
         Ok(())
     }
 

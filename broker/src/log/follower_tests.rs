@@ -330,3 +330,73 @@ fn only_the_role_at_hand_may_write() {
     let outcome = rt.block_on(leader.wait_committed(2, 4, Duration::from_secs(5)));
     assert_eq!(outcome, crate::log::group_commit::CommitWait::NotLeader);
 }
+
+#[test]
+fn a_replica_started_at_the_tiered_end_keeps_producer_state_and_epochs() {
+    let (_d, leader, follower) = two_logs(&["log.segment.bytes=200"]);
+    leader.become_leader(1, 3, &[1], 0);
+    for seq in [0, 3, 6] {
+        append(&leader, &idempotent_batch(9, seq, 3));
+    }
+    leader.flush().unwrap();
+    // The last sealed segment and its producer snapshot stand in for the
+    // bucket's last tiered segment.
+    let sealed = leader.sealed_segment_files();
+    let last = sealed.last().expect("a sealed segment");
+    let snapshot = std::fs::read(last.producer_snapshot.as_ref().unwrap()).unwrap();
+    let tiered_end = last.last_offset + 1;
+    follower.become_follower(2, 3, 1);
+    follower
+        .start_at_tiered_end(tiered_end, 3, Some(&snapshot), 3)
+        .unwrap();
+    assert_eq!(follower.log_start_offset(), tiered_end);
+    assert_eq!(follower.log_end_offset(), tiered_end);
+    assert_eq!(follower.latest_epoch_in_log(), Some(3));
+    assert_eq!(follower.end_offset_for_epoch(3), (3, tiered_end));
+    // It copies only the leader's untiered tail...
+    copy_all(&leader, &follower, 3);
+    assert_eq!(follower.log_end_offset(), leader.log_end_offset());
+    // ...and, leading, continues the producer's sequence: the next batch
+    // goes in, a gap is refused as out of order (not an unknown producer).
+    follower.become_leader(2, 4, &[2], 0);
+    let next = leader.log_end_offset();
+    assert_eq!(append(&follower, &idempotent_batch(9, 9, 2)), next + 1);
+    let gap = idempotent_batch(9, 20, 1);
+    let h = batch::validate_all(&gap).unwrap();
+    assert!(matches!(
+        follower.append(&gap, &h),
+        Err(LogError::Sequence(
+            crate::log::producer_state::SequenceError::OutOfOrder { .. }
+        ))
+    ));
+}
+
+#[test]
+fn the_tail_of_a_sealed_segment_is_copied_from_a_batch_boundary() {
+    let (d, leader, _f) = two_logs(&["log.segment.bytes=100000"]);
+    leader.become_leader(1, 0, &[1], 0);
+    for _ in 0..4 {
+        append(&leader, &testing::batch(5, 10, 1_000));
+    }
+    leader.roll_if_expired(i64::MAX).unwrap();
+    append(&leader, &testing::batch(1, 10, 1_000));
+    leader.flush().unwrap();
+    let sealed = leader.sealed_segment_files();
+    assert_eq!((sealed[0].base_offset, sealed[0].last_offset), (0, 19));
+    let scratch = d.path().join("scratch");
+    assert!(
+        leader.copy_segment_tail(0, 7, &scratch).is_err(),
+        "inside a batch"
+    );
+    let copy = leader.copy_segment_tail(0, 10, &scratch).unwrap();
+    assert_eq!((copy.base_offset, copy.last_offset), (10, 19));
+    let original = std::fs::read(&sealed[0].log).unwrap();
+    let copied = std::fs::read(&copy.log).unwrap();
+    assert_eq!(
+        copied,
+        original[original.len() / 2..],
+        "the last two of four equal batches"
+    );
+    assert!(copy.index.exists() && copy.time_index.exists());
+    assert_eq!(copy.producer_snapshot, sealed[0].producer_snapshot);
+}

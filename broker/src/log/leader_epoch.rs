@@ -168,7 +168,8 @@ pub fn open_for_log(dir: &Path, log_start: i64, log_end: i64) -> LeaderEpochCach
     };
     // The checkpoint is written when an epoch's first batch is appended,
     // before that batch is durable: after a crash it may name epochs that
-    // start past the recovered end.
+    // start past the recovered end. (An epoch seeded from the bucket is
+    // recorded at the offset before the log start, and stays.)
     if let Err(e) = cache.truncate_from_end(log_end.max(log_start)) {
         tracing::warn!(dir = %dir.display(), error = %e, "cannot write the leader epoch checkpoint");
     }
@@ -271,6 +272,19 @@ mod tests {
         assert_eq!(v, [(2, 12)]);
         let again = LeaderEpochCache::open(dir.path()).unwrap();
         assert_eq!(again.entries(), c.entries());
+    }
+
+    #[test]
+    fn an_empty_log_keeps_the_epoch_seeded_below_its_start() {
+        // A replica started at the bucket's end (or a restored partition)
+        // holds the last tiered batch's epoch at the offset before its
+        // start: it survives a restart before any append...
+        let (dir, _c) = cache(&[(4, 99)]);
+        let again = open_for_log(dir.path(), 100, 100);
+        assert_eq!(again.latest_epoch(), Some(4));
+        // ...while an epoch of a batch never made durable goes.
+        let (dir, _c) = cache(&[(4, 99), (5, 100)]);
+        assert_eq!(open_for_log(dir.path(), 100, 100).latest_epoch(), Some(4));
     }
 
     #[test]

@@ -242,9 +242,17 @@ impl PartitionLog {
         config: Arc<SharedConfig>,
         start_offset: i64,
         producer_snapshot: Option<&[u8]>,
+        leader_epoch: Option<i32>,
     ) -> Result<Arc<Self>, LogError> {
         let dir = data_dir.join(partition_dir_name(topic, partition));
         fs::create_dir_all(&dir)?;
+        if let (Some(epoch), true) = (leader_epoch, start_offset > 0) {
+            // Before the log opens, which takes its epoch from the cache;
+            // at the last tiered offset, as a replica started at the
+            // bucket's end records it (`follower.rs`).
+            let mut cache = super::leader_epoch::LeaderEpochCache::empty(&dir);
+            cache.assign(epoch, start_offset - 1)?;
+        }
         if let Some(mut state) = producer_snapshot.and_then(ProducerStateManager::decode) {
             // The markers of transactions open at the bucket's end were
             // lost with the disk (and their coordinator's state with it):

@@ -177,6 +177,16 @@ impl PartitionLog {
         }
     }
 
+    /// The leader epoch the cluster layer made this broker leader at;
+    /// None on a follower and on a single broker (which has no epochs of
+    /// the store's).
+    pub fn cluster_leader_epoch(&self) -> Option<i32> {
+        match self.replicas().role {
+            Role::Leader { epoch, .. } if epoch >= 0 => Some(epoch),
+            _ => None,
+        }
+    }
+
     /// The leader this broker follows, if it follows.
     pub fn following(&self) -> Option<i32> {
         match self.replicas().role {

@@ -5,9 +5,11 @@
 
 use std::path::PathBuf;
 
-use super::partition_log::{LogError, PartitionLog};
+use std::path::Path;
+
+use super::partition_log::{settings, LogError, PartitionLog};
 use super::producer_state::{snapshot_path, ProducerStateManager};
-use super::segment::{file_stem, retention_timestamp};
+use super::segment::{file_stem, retention_timestamp, LogSegment};
 
 /// A sealed segment's files and what retention needs to know about it.
 #[derive(Debug, Clone)]
@@ -87,5 +89,85 @@ impl PartitionLog {
             }
         }
         Ok(removed)
+    }
+
+    /// Copies the part of the sealed segment `base_offset` from the batch
+    /// starting at `from` into a new segment in `dir` (log, offset and
+    /// time indexes built as by an append, the aborted transactions whose
+    /// markers it holds), for an upload that must start at the catalog's
+    /// end inside this replica's segment: replicas roll segments on their
+    /// own, so a new leader's boundaries need not match the bucket's.
+    /// Reads and writes a batch at a time; the log itself is not changed.
+    pub fn copy_segment_tail(
+        &self,
+        base_offset: i64,
+        from: i64,
+        dir: &Path,
+    ) -> Result<SealedSegmentFiles, LogError> {
+        let not_there = |why: &str| {
+            LogError::Io(std::io::Error::other(format!(
+                "cannot copy segment {base_offset} from offset {from}: {why}"
+            )))
+        };
+        let (slice, hint, aborted, next_offset) = {
+            let inner = self.lock();
+            let seg = inner
+                .segments
+                .get(&base_offset)
+                .ok_or_else(|| not_there("no such segment"))?;
+            if from <= base_offset || from >= seg.next_offset() {
+                return Err(not_there("the offset is not inside it"));
+            }
+            let aborted: Vec<_> = seg
+                .txn_index()
+                .entries()
+                .iter()
+                .filter(|t| t.last_offset >= from)
+                .copied()
+                .collect();
+            (
+                seg.slice()?,
+                seg.position_hint(from),
+                aborted,
+                seg.next_offset(),
+            )
+        };
+        let Some((mut position, first)) = slice.seek(hint, from)? else {
+            return Err(not_there("no batch there"));
+        };
+        if first.base_offset != from {
+            return Err(not_there("no batch starts there"));
+        }
+        std::fs::create_dir_all(dir)?;
+        let mut copy = LogSegment::create(dir, from, settings(&self.config()))?;
+        let now = crate::clock::now_ms();
+        while let Some(h) = slice.header_at(position)? {
+            let bytes = slice.read(position, h.size as usize)?;
+            copy.append(&bytes, &h, now)?;
+            position += h.size as u64;
+        }
+        for t in aborted {
+            copy.txn_index_mut().append(t)?;
+        }
+        copy.seal()?;
+        if copy.next_offset() != next_offset {
+            let _ = copy.delete_files();
+            return Err(not_there("the copy ends elsewhere (the segment changed)"));
+        }
+        let stem = file_stem(from);
+        let snapshot = snapshot_path(self.dir(), next_offset);
+        Ok(SealedSegmentFiles {
+            base_offset: from,
+            last_offset: next_offset - 1,
+            max_timestamp: copy.max_timestamp(),
+            retention_timestamp: retention_timestamp(&copy),
+            size_bytes: copy.size(),
+            log: copy.log_path(),
+            index: dir.join(format!("{stem}.index")),
+            time_index: dir.join(format!("{stem}.timeindex")),
+            producer_snapshot: snapshot.exists().then_some(snapshot),
+            txn_index: (!copy.txn_index().entries().is_empty())
+                .then(|| copy.txn_index().path().to_path_buf()),
+        })
     }
 }

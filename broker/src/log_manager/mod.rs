@@ -68,6 +68,10 @@ struct TopicRecord {
 pub struct RestoredPartition {
     pub start_offset: i64,
     pub producer_snapshot: Option<Vec<u8>>,
+    /// The newest leader epoch the catalog knows (of its claim or its last
+    /// segment): the restored log's epoch cache starts there, so that a
+    /// cluster publishing it leads at that epoch, not below it.
+    pub leader_epoch: Option<i32>,
 }
 
 #[derive(Debug)]

@@ -38,6 +38,7 @@ impl LogManager {
                 shared.clone(),
                 r.start_offset,
                 r.producer_snapshot.as_deref(),
+                r.leader_epoch,
             )?);
         }
         let count = logs.len() as i32;

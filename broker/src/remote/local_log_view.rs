@@ -6,12 +6,46 @@ use std::sync::Arc;
 
 use strata_tiering::{LocalLog, LocalSegmentInfo, SealedSegment, TieringPolicy};
 
+use std::path::PathBuf;
+
 use crate::config::BrokerConfig;
+use crate::log::sealed::SealedSegmentFiles;
 use crate::log::{LogError, PartitionLog};
 
 pub struct LocalLogView {
     pub log: Arc<PartitionLog>,
     pub broker: Arc<BrokerConfig>,
+}
+
+/// Under the data directory, where copies of segment tails are made for
+/// upload (a name that is no partition directory's).
+const SCRATCH_DIR: &str = "tiering-scratch";
+
+impl LocalLogView {
+    fn sealed(&self, s: SealedSegmentFiles) -> SealedSegment {
+        SealedSegment {
+            base_offset: s.base_offset,
+            last_offset: s.last_offset,
+            max_timestamp: s.max_timestamp,
+            // The epoch of its last batch: where a replica that starts
+            // at the bucket's end resumes its epoch cache.
+            leader_epoch: self.log.epoch_of_offset(s.last_offset),
+            log: s.log,
+            index: s.index,
+            time_index: s.time_index,
+            producer_snapshot: s.producer_snapshot,
+            txn_index: s.txn_index,
+        }
+    }
+
+    fn scratch_dir(&self, from: i64) -> PathBuf {
+        let data_dir = self.log.dir().parent().unwrap_or(self.log.dir());
+        data_dir.join(SCRATCH_DIR).join(format!(
+            "{}-{}-{from}",
+            self.log.topic(),
+            self.log.partition()
+        ))
+    }
 }
 
 impl LocalLog for LocalLogView {
@@ -48,20 +82,29 @@ impl LocalLog for LocalLogView {
             .map(|s| LocalSegmentInfo {
                 size_bytes: s.size_bytes,
                 retention_timestamp: s.retention_timestamp,
-                segment: SealedSegment {
-                    base_offset: s.base_offset,
-                    last_offset: s.last_offset,
-                    max_timestamp: s.max_timestamp,
-                    // Single-broker partitions have one leader epoch.
-                    leader_epoch: 0,
-                    log: s.log,
-                    index: s.index,
-                    time_index: s.time_index,
-                    producer_snapshot: s.producer_snapshot,
-                    txn_index: s.txn_index,
-                },
+                segment: self.sealed(s),
             })
             .collect()
+    }
+    fn copy_segment_tail(&self, seg: &SealedSegment, from: i64) -> Result<SealedSegment, String> {
+        let dir = self.scratch_dir(from);
+        self.log
+            .copy_segment_tail(seg.base_offset, from, &dir)
+            .map(|s| self.sealed(s))
+            .map_err(|e| e.to_string())
+    }
+    fn release_copy(&self, copy: &SealedSegment) {
+        // Only the copy's own files: the producer snapshot is the log's.
+        let mut files = vec![&copy.log, &copy.index, &copy.time_index];
+        files.extend(copy.txn_index.as_ref());
+        for f in files {
+            if let Err(e) = std::fs::remove_file(f) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    tracing::warn!(file = %f.display(), error = %e, "cannot remove a segment copy");
+                }
+            }
+        }
+        let _ = std::fs::remove_dir(self.scratch_dir(copy.base_offset));
     }
     fn local_size_bytes(&self) -> u64 {
         self.log.size_bytes()
@@ -86,11 +129,13 @@ impl LocalLog for LocalLogView {
     fn is_closed(&self) -> bool {
         self.log.is_closed()
     }
-    /// Only the leader uploads and enforces retention through the catalog
-    /// (a follower keeps its copy under the topic's total retention until
-    /// tiering follows leader epochs, docs/cluster.md step 5).
+    /// Only the leader uploads and enforces retention through the
+    /// catalog; a follower reads it (docs/tiering-in-a-cluster.md).
     fn is_writer(&self) -> bool {
         self.log.is_leader()
+    }
+    fn leader_epoch(&self) -> Option<i32> {
+        self.log.cluster_leader_epoch()
     }
     fn upload_end(&self) -> Option<i64> {
         // A compacted log's segments go to the bucket once cleaned: the

@@ -13,6 +13,7 @@ pub mod reads;
 pub mod recovery;
 pub mod remote_log_reader;
 pub mod sync;
+pub mod tiered_end;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -16,17 +16,20 @@ use super::TieredStorage;
 use crate::log_manager::{LogManager, RestoredPartition};
 use crate::start_error::StartError;
 
-/// Recreates every topic the bucket knows and the data dir does not.
-/// Returns the names restored.
+/// Recreates every topic the bucket knows and the data dir does not,
+/// except those in `skip` (in a cluster, the topics the store knows:
+/// their replicas start at the bucket's end through replication, with
+/// open transactions kept). Returns the names restored.
 pub async fn restore_topics(
     remote: &TieredStorage,
     logs: &Arc<LogManager>,
+    skip: &std::collections::HashSet<String>,
 ) -> Result<Vec<String>, StartError> {
     let store = remote.manager.store().clone();
     let prefix = remote.metadata.prefix().to_string();
     let mut restored = Vec::new();
     for t in remote.metadata.list_topics().await? {
-        if logs.topic(&t.name).is_some() {
+        if logs.topic(&t.name).is_some() || skip.contains(&t.name) {
             continue;
         }
         let id = Uuid::parse_str(&t.id).map_err(|source| StartError::BadTopicId {
@@ -62,9 +65,13 @@ pub async fn restore_topics(
                 },
                 None => None,
             };
+            let leader_epoch = m
+                .leader_epoch
+                .max(m.segments.last().map(|s| s.leader_epoch));
             partitions.push(RestoredPartition {
                 start_offset: start,
                 producer_snapshot,
+                leader_epoch,
             });
         }
         let l = logs.clone();

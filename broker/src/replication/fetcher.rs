@@ -12,6 +12,7 @@
 //! state; which partitions it serves is the replica manager's decision.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,6 +31,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::client::{BrokerClient, ClientError};
+use super::tiered_start::TieredEndSource;
 use crate::cluster::view::ClusterView;
 use crate::log::PartitionLog;
 
@@ -42,6 +44,11 @@ const LIST_OFFSETS_VERSION: i16 = 7;
 const LEADER_NOT_READY_RETRY: Duration = Duration::from_millis(50);
 /// ListOffsets' earliest-local timestamp (KIP-405).
 const EARLIEST_LOCAL: i64 = -4;
+
+/// Record bytes this broker's fetchers appended as a follower, and how
+/// many partitions started at the bucket's end (`/metrics`).
+pub static REPLICATED_BYTES: AtomicU64 = AtomicU64::new(0);
+pub static TIERED_STARTS: AtomicU64 = AtomicU64::new(0);
 
 /// The fetcher's settings (`replica.*` broker configs).
 #[derive(Debug, Clone, Copy)]
@@ -86,7 +93,12 @@ impl Drop for ReplicaFetcher {
 }
 
 impl ReplicaFetcher {
-    pub fn start(leader: i32, view: ClusterView, settings: FetcherSettings) -> ReplicaFetcher {
+    pub fn start(
+        leader: i32,
+        view: ClusterView,
+        settings: FetcherSettings,
+        tiered: Option<Arc<dyn TieredEndSource>>,
+    ) -> ReplicaFetcher {
         let partitions = Arc::new(Mutex::new(BTreeMap::new()));
         let changed = Arc::new(Notify::new());
         let (stop, stopped) = watch::channel(false);
@@ -94,6 +106,7 @@ impl ReplicaFetcher {
             leader,
             view,
             settings,
+            tiered,
             partitions: partitions.clone(),
             changed: changed.clone(),
             stopped,
@@ -144,6 +157,8 @@ struct FetcherTask {
     leader: i32,
     view: ClusterView,
     settings: FetcherSettings,
+    /// Where an empty replica starts (the bucket's end), when tiering is on.
+    tiered: Option<Arc<dyn TieredEndSource>>,
     partitions: Arc<Mutex<BTreeMap<Key, Followed>>>,
     changed: Arc<Notify>,
     stopped: watch::Receiver<bool>,
@@ -288,8 +303,10 @@ impl FetcherTask {
         let mut ready = Vec::new();
         for ((topic, p), f) in &parts {
             let Some(epoch) = f.log.latest_epoch_in_log() else {
-                // An empty log has nothing to diverge: fetch from its end.
-                ready.push(((topic.clone(), *p), f.leader_epoch));
+                // An empty log has nothing to diverge: it starts at the
+                // bucket's end if the partition is tiered, else fetches
+                // from its own end.
+                ready.push(((topic.clone(), *p), f.clone()));
                 continue;
             };
             let mut q = OffsetForLeaderPartition::default();
@@ -298,9 +315,13 @@ impl FetcherTask {
             q.leader_epoch = epoch;
             by_topic.entry(topic.as_str()).or_default().push(q);
         }
-        for (key, epoch) in ready {
-            self.set_phase(&key, epoch, Phase::Fetching);
-        }
+        // All at once: each is a read of the bucket.
+        futures_util::future::join_all(ready.iter().map(|(key, f)| async move {
+            self.start_at_tiered_end(key, f, f.log.log_end_offset() + 1)
+                .await;
+            self.set_phase(key, f.leader_epoch, Phase::Fetching);
+        }))
+        .await;
         if by_topic.is_empty() {
             return Ok(());
         }
@@ -418,7 +439,13 @@ impl FetcherTask {
                             let appended = if records.is_empty() {
                                 Ok(0)
                             } else {
-                                log.append_as_follower(&records, epoch)
+                                let before = log.log_end_offset();
+                                let r = log.append_as_follower(&records, epoch);
+                                if r.as_ref().is_ok_and(|end| *end > before) {
+                                    REPLICATED_BYTES
+                                        .fetch_add(records.len() as u64, Ordering::Relaxed);
+                                }
+                                r
                             };
                             // Whatever went in is made durable before the
                             // next fetch reports it.
@@ -503,6 +530,12 @@ impl FetcherTask {
             self.set_phase(key, f.leader_epoch, Phase::Truncating);
             return Ok(());
         }
+        // Below the leader's local log: the bucket's end (KIP-1023) is at
+        // or past its local start, and what lies below is in the bucket.
+        if self.start_at_tiered_end(key, f, local_start).await {
+            self.set_phase(key, f.leader_epoch, Phase::Fetching);
+            return Ok(());
+        }
         let log = f.log.clone();
         let epoch = f.leader_epoch;
         let reset = tokio::task::spawn_blocking(move || {
@@ -522,6 +555,60 @@ impl FetcherTask {
             Err(_) => self.set_phase(key, f.leader_epoch, self.delay()),
         }
         Ok(())
+    }
+}
+
+impl FetcherTask {
+    /// Empties the log to start at the partition's tiered end, if the
+    /// partition is tiered and that end is at least `at_least`. False when
+    /// it did not (not tiered, nothing in the bucket, the bucket
+    /// unreachable: the caller then copies from the leader as without
+    /// tiering, which is slower but loses nothing).
+    async fn start_at_tiered_end(&self, key: &Key, f: &Followed, at_least: i64) -> bool {
+        let Some(source) = &self.tiered else {
+            return false;
+        };
+        let read = tokio::time::timeout(
+            self.settings.socket_timeout,
+            source.tiered_end(f.log.clone()),
+        )
+        .await
+        .unwrap_or_else(|_| Err("timed out".into()));
+        let end = match read {
+            Ok(Some(end)) if end.offset >= at_least => end,
+            Ok(_) => return false,
+            Err(e) => {
+                tracing::warn!(topic = %key.0, partition = key.1, error = %e,
+                    "cannot read the bucket's end for this partition; copying from the leader instead");
+                return false;
+            }
+        };
+        let log = f.log.clone();
+        let epoch = f.leader_epoch;
+        let offset = end.offset;
+        let reset = tokio::task::spawn_blocking(move || {
+            log.start_at_tiered_end(
+                end.offset,
+                end.last_epoch,
+                end.producer_snapshot.as_deref(),
+                epoch,
+            )
+        })
+        .await;
+        match reset {
+            Ok(Ok(())) => {
+                TIERED_STARTS.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(topic = %key.0, partition = key.1, offset,
+                    "follower starts at the bucket's end; history below stays in the bucket");
+                true
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(topic = %key.0, partition = key.1, error = %e,
+                    "cannot start the log at the bucket's end");
+                false
+            }
+            Err(_) => false,
+        }
     }
 }
 

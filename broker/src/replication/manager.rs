@@ -16,6 +16,7 @@ use tokio::sync::watch;
 
 use super::fetcher::{FetcherSettings, ReplicaFetcher};
 use super::isr::{alter_isr, bump_leader_epoch};
+use super::tiered_start::TieredEndSource;
 use crate::cluster::store::ClusterStore;
 use crate::cluster::view::{ClusterSnapshot, ClusterView, PartitionEntry};
 use crate::config::BrokerConfig;
@@ -53,6 +54,7 @@ struct ReplicaManager {
     logs: Arc<LogManager>,
     settings: ReplicationSettings,
     fetchers: HashMap<i32, ReplicaFetcher>,
+    tiered: Option<Arc<dyn TieredEndSource>>,
 }
 
 /// Starts the manager: it applies roles at every revision the reconciler
@@ -62,6 +64,7 @@ pub fn start(
     view: ClusterView,
     logs: Arc<LogManager>,
     settings: ReplicationSettings,
+    tiered: Option<Arc<dyn TieredEndSource>>,
     mut applied: watch::Receiver<i64>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -72,6 +75,7 @@ pub fn start(
         logs,
         settings,
         fetchers: HashMap::new(),
+        tiered,
     };
     let review_every =
         (settings.max_lag / 2).clamp(Duration::from_millis(50), Duration::from_secs(1));
@@ -167,7 +171,12 @@ impl ReplicaManager {
         });
         for (leader, parts) in wanted {
             let f = self.fetchers.entry(leader).or_insert_with(|| {
-                ReplicaFetcher::start(leader, self.view.clone(), self.settings.fetcher)
+                ReplicaFetcher::start(
+                    leader,
+                    self.view.clone(),
+                    self.settings.fetcher,
+                    self.tiered.clone(),
+                )
             });
             f.set_partitions(parts);
         }

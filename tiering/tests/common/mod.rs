@@ -103,6 +103,8 @@ pub struct FakeLog {
     pub sealed: Mutex<Vec<LocalSegmentInfo>>,
     pub policy: Mutex<TieringPolicy>,
     pub remote_start: Mutex<Option<i64>>,
+    /// (writes the catalog, leader epoch): (true, None) is a single broker.
+    pub role: Mutex<(bool, Option<i32>)>,
 }
 
 impl FakeLog {
@@ -112,6 +114,7 @@ impl FakeLog {
             sealed: Mutex::new(Vec::new()),
             policy: Mutex::new(policy),
             remote_start: Mutex::new(None),
+            role: Mutex::new((true, None)),
         })
     }
     /// Seals a segment of 10 offsets and `size` bytes, `age_ms` old.
@@ -188,6 +191,36 @@ impl LocalLog for FakeLog {
     }
     fn is_closed(&self) -> bool {
         false
+    }
+    fn copy_segment_tail(&self, seg: &SealedSegment, from: i64) -> Result<SealedSegment, String> {
+        let stem = self.dir.path().join(format!("copy-{from:020}"));
+        let f = |ext: &str| PathBuf::from(format!("{}.{ext}", stem.display()));
+        let size = std::fs::metadata(&seg.log)
+            .map_err(|e| e.to_string())?
+            .len();
+        let keep = size * (seg.last_offset + 1 - from) as u64
+            / (seg.last_offset + 1 - seg.base_offset) as u64;
+        std::fs::write(f("log"), vec![from as u8; keep as usize]).map_err(|e| e.to_string())?;
+        std::fs::write(f("index"), [0u8; 8]).map_err(|e| e.to_string())?;
+        std::fs::write(f("timeindex"), [0u8; 12]).map_err(|e| e.to_string())?;
+        Ok(SealedSegment {
+            base_offset: from,
+            log: f("log"),
+            index: f("index"),
+            time_index: f("timeindex"),
+            ..seg.clone()
+        })
+    }
+    fn release_copy(&self, copy: &SealedSegment) {
+        for p in [&copy.log, &copy.index, &copy.time_index] {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    fn is_writer(&self) -> bool {
+        self.role.lock().unwrap().0
+    }
+    fn leader_epoch(&self) -> Option<i32> {
+        self.role.lock().unwrap().1
     }
 }
 
