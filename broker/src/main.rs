@@ -488,6 +488,15 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
 
     wait_for_signal().await?;
     tracing::info!("shutting down");
+    if config.bool("controlled.shutdown.enable") {
+        // Leaderships move before the listener closes: in-flight requests
+        // end with NOT_LEADER_OR_FOLLOWER and clients retry elsewhere.
+        let wait = config.i64("controlled.shutdown.retry.backoff.ms").max(0) as u64
+            * config.i32("controlled.shutdown.max.retries").max(1) as u64;
+        cluster
+            .controlled_shutdown(std::time::Duration::from_millis(wait))
+            .await;
+    }
     let _ = shutdown_tx.send(true);
     let _ = server.await;
     let _ = http.await;

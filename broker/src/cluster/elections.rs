@@ -22,27 +22,50 @@ use super::records::{encode, partition_key, PartitionState, CONTROLLER_KEY};
 use super::store::{ClusterStore, Compare, Op};
 use super::view::{ClusterSnapshot, ClusterView};
 
-/// The state `state` should move to given the live brokers; None if it
-/// stays.
+/// The state `state` should move to given the live brokers, of which
+/// `draining` are in a controlled shutdown; None if it stays. A draining
+/// leader hands over to the first live in-sync replica that is not
+/// draining (keeping the lead if there is none); draining followers leave
+/// the ISR, as dead ones do.
 pub fn elect(
     state: &PartitionState,
     live: &BTreeSet<i32>,
+    draining: &BTreeSet<i32>,
     unclean: bool,
 ) -> Option<PartitionState> {
     let mut next = state.clone();
-    if state.leader >= 0 && live.contains(&state.leader) {
-        next.isr
-            .retain(|id| live.contains(id) || *id == state.leader);
+    let staying = |id: &i32| live.contains(id) && !draining.contains(id);
+    if state.leader >= 0 && draining.contains(&state.leader) && live.contains(&state.leader) {
+        let successor = state
+            .replicas
+            .iter()
+            .find(|id| staying(id) && state.isr.contains(id));
+        if let Some(&leader) = successor {
+            next.leader = leader;
+            next.leader_epoch = state.leader_epoch + 1;
+            next.isr.retain(staying);
+        } else {
+            next.isr.retain(|id| staying(id) || *id == state.leader);
+        }
+    } else if state.leader >= 0 && live.contains(&state.leader) {
+        next.isr.retain(|id| staying(id) || *id == state.leader);
     } else {
+        // A draining replica leads only if no other in-sync one lives.
         let in_sync = state
             .replicas
             .iter()
-            .find(|id| live.contains(id) && state.isr.contains(id));
+            .find(|id| staying(id) && state.isr.contains(id))
+            .or_else(|| {
+                state
+                    .replicas
+                    .iter()
+                    .find(|id| live.contains(id) && state.isr.contains(id))
+            });
         let any_live = state.replicas.iter().find(|id| live.contains(id));
         match (in_sync, any_live) {
             (Some(&leader), _) => {
                 next.leader = leader;
-                next.isr.retain(|id| live.contains(id));
+                next.isr.retain(|id| staying(id) || *id == leader);
             }
             (None, Some(&leader)) if unclean => {
                 next.leader = leader;
@@ -71,10 +94,16 @@ pub async fn run_once(
     unclean: bool,
 ) -> usize {
     let live: BTreeSet<i32> = snap.brokers.keys().copied().collect();
+    let draining: BTreeSet<i32> = snap
+        .brokers
+        .iter()
+        .filter(|(_, b)| b.registration.shutting_down)
+        .map(|(id, _)| *id)
+        .collect();
     let mut written = 0;
     for (topic, parts) in &snap.partitions {
         for (p, entry) in parts.iter() {
-            let Some(next) = elect(&entry.state, &live, unclean) else {
+            let Some(next) = elect(&entry.state, &live, &draining, unclean) else {
                 continue;
             };
             let key = partition_key(topic, *p);
@@ -106,6 +135,114 @@ pub async fn run_once(
         }
     }
     written
+}
+
+/// What an operator's election (ElectLeaders) wants of a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElectionType {
+    /// The first replica leads again, if it is live, in sync and not
+    /// shutting down.
+    Preferred,
+    /// A partition without a live leader takes any live replica.
+    Unclean,
+}
+
+/// Why an operator's election changed nothing (Kafka's error codes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ElectionRefused {
+    /// The partition already has the leader asked for.
+    NotNeeded,
+    /// The preferred replica cannot lead now (dead, out of sync, leaving).
+    PreferredNotAvailable,
+    /// No live replica may lead.
+    NoEligibleLeader,
+}
+
+/// The state an operator's election moves `state` to.
+pub fn operator_election(
+    state: &PartitionState,
+    live: &BTreeSet<i32>,
+    draining: &BTreeSet<i32>,
+    kind: ElectionType,
+) -> Result<PartitionState, ElectionRefused> {
+    let mut next = state.clone();
+    match kind {
+        ElectionType::Preferred => {
+            let Some(&preferred) = state.replicas.first() else {
+                return Err(ElectionRefused::PreferredNotAvailable);
+            };
+            if state.leader == preferred {
+                return Err(ElectionRefused::NotNeeded);
+            }
+            if !live.contains(&preferred)
+                || draining.contains(&preferred)
+                || !state.isr.contains(&preferred)
+            {
+                return Err(ElectionRefused::PreferredNotAvailable);
+            }
+            next.leader = preferred;
+        }
+        ElectionType::Unclean => {
+            if state.leader >= 0 && live.contains(&state.leader) {
+                return Err(ElectionRefused::NotNeeded);
+            }
+            // An in-sync replica first (staying, then any), as Kafka:
+            // only without one may a replica that lacks records lead.
+            let staying = |id: &&i32| live.contains(*id) && !draining.contains(*id);
+            let in_sync = |id: &&i32| state.isr.contains(*id);
+            let Some(&leader) = state
+                .replicas
+                .iter()
+                .find(|id| staying(id) && in_sync(id))
+                .or_else(|| {
+                    state
+                        .replicas
+                        .iter()
+                        .find(|id| live.contains(*id) && in_sync(id))
+                })
+                .or_else(|| state.replicas.iter().find(staying))
+                .or_else(|| state.replicas.iter().find(|id| live.contains(*id)))
+            else {
+                return Err(ElectionRefused::NoEligibleLeader);
+            };
+            next.leader = leader;
+            if !state.isr.contains(&leader) {
+                next.isr = vec![leader];
+            }
+        }
+    }
+    next.leader_epoch = state.leader_epoch + 1;
+    next.partition_epoch = state.partition_epoch + 1;
+    Ok(next)
+}
+
+/// Writes an operator's election of `topic`-`partition`, guarded by the
+/// partition key's revision (a change that raced the controller's or
+/// another's writes nothing). Ok(Some(revision)) once written.
+pub async fn write_operator_election(
+    store: &dyn ClusterStore,
+    topic: &str,
+    partition: i32,
+    mod_revision: i64,
+    next: &PartitionState,
+) -> Result<Option<i64>, super::store::StoreError> {
+    let key = partition_key(topic, partition);
+    let outcome = store
+        .txn(
+            vec![Compare::ModRevision(key.clone(), mod_revision)],
+            vec![Op::put(key, encode(next))],
+        )
+        .await?;
+    if outcome.succeeded {
+        tracing::info!(
+            topic,
+            partition,
+            leader = next.leader,
+            leader_epoch = next.leader_epoch,
+            "leader elected on request (ElectLeaders)"
+        );
+    }
+    Ok(outcome.succeeded.then_some(outcome.revision))
 }
 
 /// While this broker is the controller, elects at every change of the
@@ -158,8 +295,8 @@ mod tests {
     #[test]
     fn a_live_leader_stays_and_dead_followers_leave_the_isr() {
         let s = state(&[1, 2, 3], 1, 4, &[1, 2, 3]);
-        assert_eq!(elect(&s, &live(&[1, 2, 3]), false), None);
-        let next = elect(&s, &live(&[1, 3]), false).unwrap();
+        assert_eq!(elect(&s, &live(&[1, 2, 3]), &live(&[]), false), None);
+        let next = elect(&s, &live(&[1, 3]), &live(&[]), false).unwrap();
         assert_eq!(
             (next.leader, next.leader_epoch, next.isr.clone()),
             (1, 4, vec![1, 3])
@@ -170,23 +307,23 @@ mod tests {
     #[test]
     fn the_first_live_in_sync_replica_takes_over_at_the_next_epoch() {
         let s = state(&[1, 2, 3], 1, 4, &[1, 3]);
-        let next = elect(&s, &live(&[2, 3]), false).unwrap();
+        let next = elect(&s, &live(&[2, 3]), &live(&[]), false).unwrap();
         assert_eq!((next.leader, next.leader_epoch, next.isr), (3, 5, vec![3]));
     }
 
     #[test]
     fn with_no_live_isr_member_the_partition_goes_offline_unless_unclean() {
         let s = state(&[1, 2], 1, 4, &[1]);
-        let offline = elect(&s, &live(&[2]), false).unwrap();
+        let offline = elect(&s, &live(&[2]), &live(&[]), false).unwrap();
         assert_eq!(
             (offline.leader, offline.leader_epoch, offline.isr.clone()),
             (-1, 5, vec![1])
         );
         // Nothing more to do until an ISR member returns.
-        assert_eq!(elect(&offline, &live(&[2]), false), None);
-        let back = elect(&offline, &live(&[1, 2]), false).unwrap();
+        assert_eq!(elect(&offline, &live(&[2]), &live(&[]), false), None);
+        let back = elect(&offline, &live(&[1, 2]), &live(&[]), false).unwrap();
         assert_eq!((back.leader, back.leader_epoch, back.isr), (1, 6, vec![1]));
-        let unclean = elect(&s, &live(&[2]), true).unwrap();
+        let unclean = elect(&s, &live(&[2]), &live(&[]), true).unwrap();
         assert_eq!(
             (unclean.leader, unclean.leader_epoch, unclean.isr),
             (2, 5, vec![2])
@@ -194,11 +331,77 @@ mod tests {
     }
 
     #[test]
+    fn a_draining_broker_hands_leadership_to_a_staying_isr_member() {
+        let s = state(&[1, 2, 3], 1, 4, &[1, 2, 3]);
+        let next = elect(&s, &live(&[1, 2, 3]), &live(&[1]), false).unwrap();
+        assert_eq!(
+            (next.leader, next.leader_epoch, next.isr),
+            (2, 5, vec![2, 3])
+        );
+        // A draining follower leaves the ISR; the leader stays.
+        let next = elect(&s, &live(&[1, 2, 3]), &live(&[3]), false).unwrap();
+        assert_eq!(
+            (next.leader, next.leader_epoch, next.isr),
+            (1, 4, vec![1, 2])
+        );
+        // With no other in-sync replica it keeps the lead.
+        let alone = state(&[1, 2], 1, 4, &[1]);
+        assert_eq!(elect(&alone, &live(&[1, 2]), &live(&[1]), false), None);
+        // A dead leader's successor is a staying replica if there is one.
+        let next = elect(&s, &live(&[2, 3]), &live(&[2]), false).unwrap();
+        assert_eq!((next.leader, next.isr), (3, vec![3]));
+    }
+
+    #[test]
+    fn operator_elections_follow_kafkas_rules() {
+        let s = state(&[1, 2, 3], 2, 4, &[1, 2, 3]);
+        let next =
+            operator_election(&s, &live(&[1, 2, 3]), &live(&[]), ElectionType::Preferred).unwrap();
+        assert_eq!(
+            (next.leader, next.leader_epoch, next.partition_epoch),
+            (1, 5, 8)
+        );
+        assert_eq!(
+            operator_election(
+                &next,
+                &live(&[1, 2, 3]),
+                &live(&[]),
+                ElectionType::Preferred
+            ),
+            Err(ElectionRefused::NotNeeded)
+        );
+        for (alive, leaving, isr) in [
+            (&[2, 3][..], &[][..], &[1, 2, 3][..]),
+            (&[1, 2, 3], &[1], &[1, 2, 3]),
+            (&[1, 2, 3], &[], &[2, 3]),
+        ] {
+            let s = state(&[1, 2, 3], 2, 4, isr);
+            assert_eq!(
+                operator_election(&s, &live(alive), &live(leaving), ElectionType::Preferred),
+                Err(ElectionRefused::PreferredNotAvailable)
+            );
+        }
+        let offline = state(&[1, 2], -1, 4, &[1]);
+        let next =
+            operator_election(&offline, &live(&[2]), &live(&[]), ElectionType::Unclean).unwrap();
+        assert_eq!((next.leader, next.isr), (2, vec![2]));
+        // A live in-sync replica wins over an earlier one out of sync.
+        let s = state(&[1, 2, 3], -1, 4, &[3]);
+        let next =
+            operator_election(&s, &live(&[2, 3]), &live(&[]), ElectionType::Unclean).unwrap();
+        assert_eq!((next.leader, next.isr), (3, vec![3]));
+        assert_eq!(
+            operator_election(&offline, &live(&[]), &live(&[]), ElectionType::Unclean),
+            Err(ElectionRefused::NoEligibleLeader)
+        );
+    }
+
+    #[test]
     fn a_single_replica_partition_follows_its_broker() {
         let s = state(&[5], 5, 0, &[5]);
-        let off = elect(&s, &live(&[1, 2]), false).unwrap();
+        let off = elect(&s, &live(&[1, 2]), &live(&[]), false).unwrap();
         assert_eq!((off.leader, off.leader_epoch), (-1, 1));
-        let on = elect(&off, &live(&[1, 2, 5]), false).unwrap();
+        let on = elect(&off, &live(&[1, 2, 5]), &live(&[]), false).unwrap();
         assert_eq!((on.leader, on.leader_epoch, on.isr), (5, 2, vec![5]));
     }
 }

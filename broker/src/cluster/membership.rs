@@ -93,6 +93,8 @@ pub async fn register_once(
 /// Publishes the registration in force (None while it has none).
 pub struct Membership {
     pub registered: watch::Receiver<Option<Registered>>,
+    /// Set to begin a controlled shutdown: the registration says so.
+    draining: watch::Sender<bool>,
 }
 
 impl Membership {
@@ -129,8 +131,11 @@ impl Membership {
             "registered in the cluster"
         );
         let (tx, rx) = watch::channel(Some(first));
+        let (draining, mut drain) = watch::channel(false);
+        let mut me = me;
         tokio::spawn(async move {
             let mut current = first;
+            let mut drain_open = true;
             loop {
                 tokio::select! {
                     _ = tokio::time::sleep(times.heartbeat_interval) => {}
@@ -139,6 +144,27 @@ impl Membership {
                         let _ = store.revoke_lease(current.lease).await;
                         let _ = tx.send(None);
                         return;
+                    }
+                    r = drain.changed(), if drain_open => {
+                        // The handle is gone: nothing will ask again.
+                        drain_open = r.is_ok();
+                    }
+                }
+                if *drain.borrow() && !me.shutting_down {
+                    // The same key and lease: the broker epoch stays. A
+                    // failure is retried at the next heartbeat.
+                    let mut next = me.clone();
+                    next.shutting_down = true;
+                    let put =
+                        Op::put_leased(broker_key(next.node_id), encode(&next), current.lease);
+                    match store.txn(Vec::new(), vec![put]).await {
+                        Ok(_) => {
+                            me = next;
+                            tracing::info!(node_id = me.node_id,
+                                "controlled shutdown: asked the controller to move leaderships away");
+                        }
+                        Err(e) => tracing::warn!(error = %e,
+                            "controlled shutdown: cannot update the registration yet; retrying"),
                     }
                 }
                 match store.keep_alive(current.lease).await {
@@ -162,6 +188,14 @@ impl Membership {
                 }
             }
         });
-        Ok(Membership { registered: rx })
+        Ok(Membership {
+            registered: rx,
+            draining,
+        })
+    }
+
+    /// Marks the registration as shutting down (controlled shutdown).
+    pub fn begin_controlled_shutdown(&self) {
+        let _ = self.draining.send(true);
     }
 }

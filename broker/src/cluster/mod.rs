@@ -36,7 +36,7 @@ use controller::Role;
 use membership::{Membership, RegisterError, SessionTimes};
 use records::{BrokerRegistration, ControllerRecord, CLUSTER_ID_KEY};
 use store::{ClusterStore, Compare, Op, StoreError};
-use view::ClusterView;
+use view::{ClusterSnapshot, ClusterView};
 
 pub use store::StoreError as ClusterStoreError;
 
@@ -117,6 +117,7 @@ impl Cluster {
             port,
             rack,
             incarnation,
+            shutting_down: false,
         };
         let view = ClusterView::start(store.clone(), shutdown.clone());
         let membership = Membership::start(store.clone(), me, times, shutdown.clone()).await?;
@@ -270,6 +271,66 @@ impl Cluster {
 
     pub fn is_controller(&self) -> bool {
         matches!(*self.role.borrow(), Role::Active { .. })
+    }
+
+    /// Controlled shutdown (before shutdown is signalled): marks this
+    /// broker as shutting down, so that the controller moves its
+    /// leaderships to other in-sync replicas and takes it out of ISRs, and
+    /// waits until the view shows it leads nothing another replica could
+    /// take (a live, in-sync one not shutting down), or `max_wait` passed.
+    /// Clients re-route on NOT_LEADER_OR_FOLLOWER and retry what was in
+    /// flight; the broker keeps replicating meanwhile. Returns the
+    /// partitions it still leads.
+    pub async fn controlled_shutdown(&self, max_wait: Duration) -> usize {
+        if !self.clustered {
+            return 0;
+        }
+        let me = self.node_id;
+        let led = |s: &ClusterSnapshot| {
+            s.partitions
+                .values()
+                .flat_map(|parts| parts.values())
+                .filter(|e| e.state.leader == me)
+                .count()
+        };
+        let movable = |s: &ClusterSnapshot| {
+            s.partitions
+                .values()
+                .flat_map(|parts| parts.values())
+                .filter(|e| e.state.leader == me)
+                .filter(|e| {
+                    e.state.isr.iter().any(|id| {
+                        *id != me
+                            && s.brokers
+                                .get(id)
+                                .is_some_and(|b| !b.registration.shutting_down)
+                    })
+                })
+                .count()
+        };
+        let before = led(&self.view.snapshot());
+        self.membership.begin_controlled_shutdown();
+        let started = tokio::time::Instant::now();
+        let mut snapshots = self.view.subscribe();
+        let _ = tokio::time::timeout(max_wait, async {
+            loop {
+                if movable(&snapshots.borrow_and_update()) == 0 {
+                    return;
+                }
+                if snapshots.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await;
+        let left = led(&self.view.snapshot());
+        tracing::info!(
+            led_before = before,
+            still_led = left,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "controlled shutdown: leaderships moved away"
+        );
+        left
     }
 
     /// After shutdown was signalled: waits (3 s at most) until the lease

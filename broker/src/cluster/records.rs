@@ -77,6 +77,11 @@ pub struct BrokerRegistration {
     /// Unique per process start: tells two processes claiming one node id
     /// apart.
     pub incarnation: Uuid,
+    /// A controlled shutdown is under way: the controller moves its
+    /// leaderships away and takes it out of ISRs; it stays a member (and
+    /// keeps replicating) until it leaves.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shutting_down: bool,
 }
 
 /// Who the controller is.

@@ -34,6 +34,27 @@ pub const CLUSTER_BROKER_CONFIGS: &[ConfigDef] = &[
         "Let a live replica outside the ISR become leader when no in-sync replica is alive (it may lack acknowledged records: availability over durability).",
     ),
     broker(
+        "controlled.shutdown.enable",
+        ConfigType::Boolean,
+        "true",
+        Validator::Bool,
+        "On SIGTERM, have the controller move this broker's leaderships to other in-sync replicas (and take it out of ISRs) before it stops, so a rolling restart fails no request.",
+    ),
+    broker(
+        "controlled.shutdown.max.retries",
+        ConfigType::Int,
+        "3",
+        Validator::IntAtLeast(1),
+        "With controlled.shutdown.retry.backoff.ms, how long a controlled shutdown waits for its leaderships to move (retries times backoff) before stopping anyway.",
+    ),
+    broker(
+        "controlled.shutdown.retry.backoff.ms",
+        ConfigType::Long,
+        "5000",
+        Validator::LongAtLeast(0),
+        "See controlled.shutdown.max.retries.",
+    ),
+    broker(
         "broker.heartbeat.interval.ms",
         ConfigType::Int,
         "2000",

@@ -201,7 +201,14 @@ impl ReplicaManager {
     /// followers that fell behind and expands it by the live ones caught
     /// up. The roles follow when the view shows the change.
     async fn review_isrs(&mut self, snap: &ClusterSnapshot) {
-        let live: BTreeSet<i32> = snap.brokers.keys().copied().collect();
+        // A broker in a controlled shutdown is not taken back into an ISR
+        // (the controller takes it out).
+        let live: BTreeSet<i32> = snap
+            .brokers
+            .iter()
+            .filter(|(_, b)| !b.registration.shutting_down)
+            .map(|(id, _)| *id)
+            .collect();
         let mut changes = Vec::new();
         for (topic, p, e, log) in hosted(&self.logs, self.me, snap) {
             if e.state.leader != self.me || !log.is_leader() {

@@ -321,6 +321,7 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
         ApiKey::DescribeCluster => {
             route!(DescribeClusterRequest, handlers::cluster::describe_cluster)
         }
+        ApiKey::ElectLeaders => route!(ElectLeadersRequest, handlers::elect_leaders::handle),
         ApiKey::CreateTopics => route!(CreateTopicsRequest, handlers::topics::create_topics),
         ApiKey::DeleteTopics => route!(DeleteTopicsRequest, handlers::topics::delete_topics),
         ApiKey::CreatePartitions => {

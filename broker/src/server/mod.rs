@@ -67,6 +67,7 @@ impl Broker {
                 port: self.advertised_port,
                 rack: self.rack(),
                 incarnation: uuid::Uuid::nil(),
+                shutting_down: false,
             });
             brokers.sort_by_key(|r| r.node_id);
         }

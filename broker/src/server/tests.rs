@@ -215,6 +215,15 @@ async fn every_response_encodes_at_every_advertised_version() {
             &handlers::cluster::describe_cluster(req, v, &b).await,
         );
     }
+    for v in versions(ApiKey::ElectLeaders) {
+        let mut req = ElectLeadersRequest::default();
+        let mut tp = elect_leaders_request::TopicPartitions::default();
+        tp.topic = topic.clone();
+        tp.partitions = vec![0, 7];
+        req.topic_partitions = Some(vec![tp]);
+        let resp = handlers::elect_leaders::handle(req, v, &b).await;
+        check(ApiKey::ElectLeaders, v, &resp);
+    }
     for v in versions(ApiKey::CreateTopics) {
         let mut req = CreateTopicsRequest::default();
         let mut t = create_topics_request::CreatableTopic::default();

@@ -1,0 +1,144 @@
+//! ElectLeaders (`kafka-leader-election.sh`, `Admin.electLeaders`): the
+//! preferred replica leads again, or an offline partition takes any live
+//! replica (unclean). Any broker answers: the election is a guarded write
+//! of the partition's state in the store (its key's revision, so it never
+//! overwrites a concurrent controller change), and the answer comes once
+//! this broker's view holds it. A single broker always leads: every
+//! election is ELECTION_NOT_NEEDED.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use kafka_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
+use kafka_protocol::messages::*;
+use kafka_protocol::ResponseError;
+
+use super::s;
+use crate::cluster::elections::{
+    operator_election, write_operator_election, ElectionRefused, ElectionType,
+};
+use crate::server::Broker;
+
+/// Attempts at one partition's election when its state changed under it.
+const ATTEMPTS: usize = 3;
+
+type Refusal = (ResponseError, Option<&'static str>);
+
+pub async fn handle(req: ElectLeadersRequest, version: i16, b: &Broker) -> ElectLeadersResponse {
+    let mut r = ElectLeadersResponse::default();
+    let kind = match (version, req.election_type) {
+        (0, _) | (_, 0) => ElectionType::Preferred,
+        (_, 1) => ElectionType::Unclean,
+        (_, t) => {
+            r.error_code = ResponseError::InvalidRequest.code();
+            tracing::debug!(election_type = t, "unknown election type");
+            return r;
+        }
+    };
+    let snap = b.cluster.view.snapshot();
+    // None: every partition; then, as Kafka, those that needed no
+    // election are left out of the answer.
+    let all = req.topic_partitions.is_none();
+    let wanted: Vec<(String, Vec<i32>)> = match req.topic_partitions {
+        Some(list) => list
+            .into_iter()
+            .map(|t| (t.topic.0.to_string(), t.partitions))
+            .collect(),
+        None => snap
+            .partitions
+            .iter()
+            .map(|(t, parts)| (t.clone(), parts.keys().copied().collect()))
+            .collect(),
+    };
+    let mut written = 0i64;
+    for (topic, partitions) in wanted {
+        let mut result = ReplicaElectionResult::default();
+        result.topic = TopicName(s(topic.clone()));
+        for p in partitions {
+            let mut pr = PartitionResult::default();
+            pr.partition_id = p;
+            match elect_one(b, &topic, p, kind).await {
+                Ok(rev) => written = written.max(rev),
+                Err((ResponseError::ElectionNotNeeded, _)) if all => continue,
+                Err((e, why)) => {
+                    pr.error_code = e.code();
+                    pr.error_message = why.map(s);
+                }
+            }
+            result.partition_result.push(pr);
+        }
+        if !result.partition_result.is_empty() {
+            r.replica_election_results.push(result);
+        }
+    }
+    if written > 0 {
+        let wait = Duration::from_millis(req.timeout_ms.clamp(0, 60_000) as u64);
+        b.cluster.view.caught_up_to(written, wait).await;
+    }
+    r
+}
+
+/// One partition's election: the store revision of the write.
+async fn elect_one(b: &Broker, topic: &str, p: i32, kind: ElectionType) -> Result<i64, Refusal> {
+    if !b.cluster.clustered {
+        return match b.cluster.view.snapshot().partition(topic, p) {
+            Some(_) => Err((ResponseError::ElectionNotNeeded, None)),
+            None => Err((ResponseError::UnknownTopicOrPartition, None)),
+        };
+    }
+    for _ in 0..ATTEMPTS {
+        let snap = b.cluster.view.snapshot();
+        let Some(e) = snap.partition(topic, p) else {
+            return Err((ResponseError::UnknownTopicOrPartition, None));
+        };
+        let live: BTreeSet<i32> = snap.brokers.keys().copied().collect();
+        let draining: BTreeSet<i32> = snap
+            .brokers
+            .iter()
+            .filter(|(_, x)| x.registration.shutting_down)
+            .map(|(id, _)| *id)
+            .collect();
+        let next = match operator_election(&e.state, &live, &draining, kind) {
+            Ok(next) => next,
+            Err(ElectionRefused::NotNeeded) => {
+                return Err((ResponseError::ElectionNotNeeded, None))
+            }
+            Err(ElectionRefused::PreferredNotAvailable) => {
+                return Err((
+                    ResponseError::PreferredLeaderNotAvailable,
+                    Some("the preferred replica is not live, in sync and staying"),
+                ))
+            }
+            Err(ElectionRefused::NoEligibleLeader) => {
+                return Err((
+                    ResponseError::EligibleLeadersNotAvailable,
+                    Some("no live replica"),
+                ))
+            }
+        };
+        match write_operator_election(b.cluster.store.as_ref(), topic, p, e.mod_revision, &next)
+            .await
+        {
+            Ok(Some(rev)) => return Ok(rev),
+            // Changed meanwhile (the controller, an ISR change): look again
+            // once the view has moved on.
+            Ok(None) => {
+                b.cluster
+                    .view
+                    .caught_up_to(snap.revision + 1, Duration::from_secs(1))
+                    .await;
+            }
+            Err(err) => {
+                tracing::warn!(topic, partition = p, error = %err, "election write failed");
+                return Err((
+                    ResponseError::RequestTimedOut,
+                    Some("the metadata store did not answer"),
+                ));
+            }
+        }
+    }
+    Err((
+        ResponseError::RequestTimedOut,
+        Some("the partition kept changing; try again"),
+    ))
+}
