@@ -28,7 +28,7 @@ UNSUPPORTED_VERSION = 35
 KAFKA_39 = BROKER_API_VERSIONS[(3, 9)]
 # The APIs Strata implements (checked against its ApiVersions below).
 STRATA_APIS = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 22, 23, 24, 25, 26, 27, 28, 32, 33, 37,
-               42, 43, 44, 47, 60, 61, 65, 66}
+               42, 43, 44, 45, 46, 47, 60, 61, 65, 66}
 
 
 def test_api_versions_span_kafka_39s_range(broker):
@@ -484,7 +484,9 @@ KIO_TABLE = _kio_pairs()
 EXPECTED_ERRORS = {11: {79}, 12: {25}, 14: {25}, 13: {25}, 42: {69}, 47: {69},
                    24: {49, 48}, 25: {49}, 26: {49}, 28: {49}, 65: {105},
                    # a single broker always leads: no election is needed
-                   43: {84}}
+                   43: {84},
+                   # an empty target replica list is not an assignment
+                   45: {39}}
 
 
 @pytest.mark.parametrize("api,version", KIO_TABLE, ids=[f"api{a}v{v}" for a, v in KIO_TABLE])

@@ -7,6 +7,9 @@
 //! outside the ISR lead instead (it may lack acknowledged records). Dead
 //! followers leave the ISR while the leader lives.
 //!
+//! The same pass completes reassignments whose target replicas are all in
+//! sync (`reassignment.rs`).
+//!
 //! Every change is a transaction guarded by the controller epoch (the
 //! `controller` key's create revision) and the partition key's revision: a
 //! deposed controller, or a change that raced another, writes nothing.
@@ -61,7 +64,11 @@ pub fn elect(
                     .iter()
                     .find(|id| live.contains(id) && state.isr.contains(id))
             });
-        let any_live = state.replicas.iter().find(|id| live.contains(id));
+        // A replica a reassignment is adding may hold nothing yet.
+        let any_live = state
+            .replicas
+            .iter()
+            .find(|id| live.contains(id) && !state.adding_replicas.contains(id));
         match (in_sync, any_live) {
             (Some(&leader), _) => {
                 next.leader = leader;
@@ -93,18 +100,17 @@ pub async fn run_once(
     epoch: i64,
     unclean: bool,
 ) -> usize {
-    let live: BTreeSet<i32> = snap.brokers.keys().copied().collect();
-    let draining: BTreeSet<i32> = snap
-        .brokers
-        .iter()
-        .filter(|(_, b)| b.registration.shutting_down)
-        .map(|(id, _)| *id)
-        .collect();
+    let live = snap.live_broker_ids();
+    let draining = snap.draining_broker_ids();
     let mut written = 0;
     for (topic, parts) in &snap.partitions {
         for (p, entry) in parts.iter() {
-            let Some(next) = elect(&entry.state, &live, &draining, unclean) else {
-                continue;
+            let (next, why) = match elect(&entry.state, &live, &draining, unclean) {
+                Some(next) => (next, "partition leadership changed"),
+                None => match super::reassignment::complete(&entry.state, &live) {
+                    Some(next) => (next, "partition reassignment completed"),
+                    None => continue,
+                },
             };
             let key = partition_key(topic, *p);
             let txn = store
@@ -120,9 +126,9 @@ pub async fn run_once(
                 Ok(o) if o.succeeded => {
                     written += 1;
                     tracing::info!(
-                        topic = %topic, partition = p,
+                        topic = %topic, partition = p, replicas = ?next.replicas,
                         leader = next.leader, leader_epoch = next.leader_epoch, isr = ?next.isr,
-                        "partition leadership changed"
+                        "{why}"
                     );
                 }
                 // Someone else changed it, or this controller was deposed:
@@ -200,8 +206,19 @@ pub fn operator_election(
                         .iter()
                         .find(|id| live.contains(*id) && in_sync(id))
                 })
-                .or_else(|| state.replicas.iter().find(staying))
-                .or_else(|| state.replicas.iter().find(|id| live.contains(*id)))
+                .or_else(|| {
+                    state
+                        .replicas
+                        .iter()
+                        .filter(|id| !state.adding_replicas.contains(*id))
+                        .find(staying)
+                })
+                .or_else(|| {
+                    state
+                        .replicas
+                        .iter()
+                        .find(|id| live.contains(*id) && !state.adding_replicas.contains(*id))
+                })
             else {
                 return Err(ElectionRefused::NoEligibleLeader);
             };
@@ -285,6 +302,8 @@ mod tests {
             leader_epoch: epoch,
             isr: isr.to_vec(),
             partition_epoch: 7,
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
         }
     }
 

@@ -11,9 +11,11 @@ pub mod elections;
 pub mod embedded;
 pub mod etcd;
 pub mod internal_topics;
+pub mod leader_balance;
 pub mod membership;
 pub mod metrics;
 pub mod publisher;
+pub mod reassignment;
 pub mod reconciler;
 pub mod records;
 pub mod store;
@@ -149,6 +151,21 @@ impl Cluster {
             logs.broker_config().bool("unclean.leader.election.enable"),
             shutdown_for_tasks.clone(),
         );
+        let config = logs.broker_config();
+        if config.bool("auto.leader.rebalance.enable") {
+            leader_balance::start(
+                store.clone(),
+                view.clone(),
+                role.clone(),
+                leader_balance::BalanceSettings {
+                    interval: Duration::from_secs(
+                        config.i64("leader.imbalance.check.interval.seconds").max(1) as u64,
+                    ),
+                    max_imbalance_pct: config.i32("leader.imbalance.per.broker.percentage"),
+                },
+                shutdown_for_tasks.clone(),
+            );
+        }
         let clustered = store.describe() != "embedded";
         let (mut published, mut applied) = (None, None);
         if clustered {

@@ -2,11 +2,11 @@
 //! data directory follow it (Kafka's `ReplicaManager.applyDelta` for the
 //! logs). For every topic with a partition whose replicas include this
 //! broker it creates the local logs (with the cluster's topic id and
-//! configs), adds newly assigned partitions, applies config changes, and
-//! removes the local logs of topics the cluster deleted or recreated under
-//! a new id. Internal topics are the cluster's like any other once the
-//! controller created them; a local copy the cluster never knew is
-//! replaced by the cluster's.
+//! configs), adds newly assigned partitions, deletes those a reassignment
+//! moved away, applies config changes, and removes the local logs of
+//! topics the cluster deleted or recreated under a new id. Internal
+//! topics are the cluster's like any other once the controller created
+//! them; a local copy the cluster never knew is replaced by the cluster's.
 //!
 //! It reads the store; it never writes it.
 
@@ -84,9 +84,23 @@ pub fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32) {
                     .copied()
                     .filter(|p| !have.contains(p))
                     .collect();
+                // Partitions the store still has, no longer on this broker
+                // (a reassignment completed): their logs go.
+                let moved: Vec<i32> = have
+                    .iter()
+                    .copied()
+                    .filter(|p| {
+                        snap.partition(name, *p)
+                            .is_some_and(|e| !e.state.replicas.contains(&me))
+                    })
+                    .collect();
                 let grow = (t.partition_count() as i32) < record.partitions;
                 let mut r = Ok(());
-                if !missing.is_empty() || grow {
+                if !moved.is_empty() {
+                    tracing::info!(topic = %name, partitions = ?moved, "replicas moved to other brokers; deleting the local copies");
+                    r = logs.unhost_partitions(name, &moved);
+                }
+                if r.is_ok() && (!missing.is_empty() || grow) {
                     r = logs.host_partitions(name, record.partitions, &missing);
                 }
                 if r.is_ok() && t.overrides() != record.configs {

@@ -62,6 +62,31 @@ pub struct PartitionState {
     pub isr: Vec<i32>,
     /// Bumped at every change of this record (Kafka's partition epoch).
     pub partition_epoch: i32,
+    /// During a reassignment (docs/reassignment.md): replicas of the target
+    /// that are not replicas yet. They are in `replicas` already.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adding_replicas: Vec<i32>,
+    /// During a reassignment: replicas that leave once every target replica
+    /// is in the ISR. They are still in `replicas`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removing_replicas: Vec<i32>,
+}
+
+impl PartitionState {
+    /// A reassignment is under way.
+    pub fn reassigning(&self) -> bool {
+        !self.adding_replicas.is_empty() || !self.removing_replicas.is_empty()
+    }
+
+    /// The replicas the partition will have once its reassignment
+    /// completes (its replicas when none is under way).
+    pub fn target_replicas(&self) -> Vec<i32> {
+        self.replicas
+            .iter()
+            .copied()
+            .filter(|id| !self.removing_replicas.contains(id))
+            .collect()
+    }
 }
 
 /// A live broker: what clients are told to connect to, and where it runs.

@@ -31,6 +31,8 @@ pub fn new_partition(replicas: Vec<i32>) -> PartitionState {
         isr: replicas.clone(),
         replicas,
         partition_epoch: 0,
+        adding_replicas: Vec::new(),
+        removing_replicas: Vec::new(),
     }
 }
 

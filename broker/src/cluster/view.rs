@@ -66,6 +66,20 @@ pub struct ClusterSnapshot {
 }
 
 impl ClusterSnapshot {
+    /// The node ids of live brokers (registered under a lease).
+    pub fn live_broker_ids(&self) -> std::collections::BTreeSet<i32> {
+        self.brokers.keys().copied().collect()
+    }
+
+    /// The live brokers in a controlled shutdown.
+    pub fn draining_broker_ids(&self) -> std::collections::BTreeSet<i32> {
+        self.brokers
+            .iter()
+            .filter(|(_, b)| b.registration.shutting_down)
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
     pub fn partition(&self, topic: &str, partition: i32) -> Option<&PartitionEntry> {
         self.partitions.get(topic)?.get(&partition)
     }

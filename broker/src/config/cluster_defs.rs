@@ -55,6 +55,27 @@ pub const CLUSTER_BROKER_CONFIGS: &[ConfigDef] = &[
         "See controlled.shutdown.max.retries.",
     ),
     broker(
+        "auto.leader.rebalance.enable",
+        ConfigType::Boolean,
+        "true",
+        Validator::Bool,
+        "Have the controller move leaderships back to each partition's preferred replica (its first) when a broker leads too few of the partitions that prefer it (after failovers and restarts).",
+    ),
+    broker(
+        "leader.imbalance.check.interval.seconds",
+        ConfigType::Long,
+        "300",
+        Validator::LongAtLeast(1),
+        "How often the controller checks the leader balance (auto.leader.rebalance.enable).",
+    ),
+    broker(
+        "leader.imbalance.per.broker.percentage",
+        ConfigType::Int,
+        "10",
+        Validator::IntAtLeast(0),
+        "The share of a broker's preferred partitions that may be led elsewhere (percent) before the controller moves them back.",
+    ),
+    broker(
         "broker.heartbeat.interval.ms",
         ConfigType::Int,
         "2000",

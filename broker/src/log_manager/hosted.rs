@@ -1,7 +1,8 @@
 //! The local part of a cluster's topics: a broker creates logs only for
 //! the partitions it hosts (its replicas), with the id and configs the
-//! cluster store gives, and adds them as the cluster assigns more.
-//! Called by the cluster reconciler; never decides what to host.
+//! cluster store gives, adds them as the cluster assigns more, and deletes
+//! them when a reassignment moved them elsewhere. Called by the cluster
+//! reconciler; never decides what to host.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -92,6 +93,39 @@ impl LogManager {
             self.spawn_flusher(log);
         }
         self.changed();
+        Ok(())
+    }
+
+    /// Deletes the local logs of topic `name`'s partitions in `remove` (the
+    /// cluster moved them to other brokers). The topic's metadata goes
+    /// first: a crash before the directories are gone leaves directories
+    /// the next start removes, never a hosted partition without its log.
+    pub fn unhost_partitions(&self, name: &str, remove: &[i32]) -> Result<(), TopicError> {
+        let _admin = self.admin.lock().unwrap_or_else(|e| e.into_inner());
+        let topic = self
+            .topic(name)
+            .ok_or_else(|| TopicError::UnknownTopic(name.to_string()))?;
+        let gone: Vec<Arc<PartitionLog>> = {
+            let mut logs = topic.partitions.write().unwrap_or_else(|e| e.into_inner());
+            let (gone, kept) = logs
+                .drain(..)
+                .partition(|l| remove.contains(&l.partition()));
+            *logs = kept;
+            gone
+        };
+        if gone.is_empty() {
+            return Ok(());
+        }
+        self.persist_topic(&topic)?;
+        self.changed();
+        for log in gone {
+            log.delete()?;
+            tracing::info!(
+                topic = name,
+                partition = log.partition(),
+                "deleted a replica moved to other brokers"
+            );
+        }
         Ok(())
     }
 }

@@ -204,10 +204,9 @@ impl ReplicaManager {
         // A broker in a controlled shutdown is not taken back into an ISR
         // (the controller takes it out).
         let live: BTreeSet<i32> = snap
-            .brokers
-            .iter()
-            .filter(|(_, b)| !b.registration.shutting_down)
-            .map(|(id, _)| *id)
+            .live_broker_ids()
+            .difference(&snap.draining_broker_ids())
+            .copied()
             .collect();
         let mut changes = Vec::new();
         for (topic, p, e, log) in hosted(&self.logs, self.me, snap) {

@@ -322,6 +322,14 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
             route!(DescribeClusterRequest, handlers::cluster::describe_cluster)
         }
         ApiKey::ElectLeaders => route!(ElectLeadersRequest, handlers::elect_leaders::handle),
+        ApiKey::AlterPartitionReassignments => route!(
+            AlterPartitionReassignmentsRequest,
+            handlers::reassignments::alter
+        ),
+        ApiKey::ListPartitionReassignments => route!(
+            ListPartitionReassignmentsRequest,
+            handlers::reassignments::list
+        ),
         ApiKey::CreateTopics => route!(CreateTopicsRequest, handlers::topics::create_topics),
         ApiKey::DeleteTopics => route!(DeleteTopicsRequest, handlers::topics::delete_topics),
         ApiKey::CreatePartitions => {

@@ -224,6 +224,39 @@ async fn every_response_encodes_at_every_advertised_version() {
         let resp = handlers::elect_leaders::handle(req, v, &b).await;
         check(ApiKey::ElectLeaders, v, &resp);
     }
+    for v in versions(ApiKey::AlterPartitionReassignments) {
+        let mut req = AlterPartitionReassignmentsRequest::default();
+        let mut t = alter_partition_reassignments_request::ReassignableTopic::default();
+        t.name = topic.clone();
+        let mut same = alter_partition_reassignments_request::ReassignablePartition::default();
+        same.partition_index = 0;
+        same.replicas = Some(vec![BrokerId(b.node_id)]);
+        let mut elsewhere = same.clone();
+        elsewhere.replicas = Some(vec![BrokerId(b.node_id + 1)]);
+        let mut cancel = same.clone();
+        cancel.replicas = None;
+        let mut unknown = same.clone();
+        unknown.partition_index = 7;
+        t.partitions = vec![same, elsewhere, cancel, unknown];
+        req.topics = vec![t];
+        let resp = handlers::reassignments::alter(req, v, &b).await;
+        let codes: Vec<i16> = resp.responses[0]
+            .partitions
+            .iter()
+            .map(|p| p.error_code)
+            .collect();
+        // Same replicas: nothing to do; another broker: not live; cancel:
+        // none under way; partition 7: unknown.
+        assert_eq!(codes, vec![0, 39, 85, 3]);
+        check(ApiKey::AlterPartitionReassignments, v, &resp);
+    }
+    for v in versions(ApiKey::ListPartitionReassignments) {
+        let resp =
+            handlers::reassignments::list(ListPartitionReassignmentsRequest::default(), v, &b)
+                .await;
+        assert!(resp.topics.is_empty());
+        check(ApiKey::ListPartitionReassignments, v, &resp);
+    }
     for v in versions(ApiKey::CreateTopics) {
         let mut req = CreateTopicsRequest::default();
         let mut t = create_topics_request::CreatableTopic::default();

@@ -5,7 +5,8 @@
 //   node scenario.js COMMAND IN.json OUT.json
 //
 // COMMAND: versions | create-topic | produce | consume | group-offsets |
-// describe-group | offsets-for-times. IN.json holds the arguments, OUT.json gets the result
+// describe-group | offsets-for-times | reassign | list-reassignments (the
+// last two also serve tests/e2e/test_reassignment.py). IN.json holds the arguments, OUT.json gets the result
 // ({"ok": ...} or {"error": "..."}). kafkajs logs go to stderr.
 'use strict'
 
@@ -210,6 +211,38 @@ const commands = {
         out[ts] = Object.fromEntries(res.map(r => [r.partition, Number(r.offset)]))
       }
       return out
+    } finally {
+      await admin.disconnect()
+    }
+  },
+
+  // admin.alterPartitionReassignments (KIP-455), as kafka-reassign-partitions
+  // sends it: {"errors": []} or the per-partition errors kafkajs reports.
+  async reassign () {
+    const admin = client().admin()
+    await admin.connect()
+    try {
+      await admin.alterPartitionReassignments({
+        topics: [{ topic: args.topic, partitionAssignment: args.assignments }],
+        timeout: 30000,
+      })
+      return { errors: [] }
+    } catch (e) {
+      if (!e.errors) throw e
+      return {
+        errors: e.errors.map(x => ({ topic: x.topic, partition: x.partition, type: x.type, message: x.message })),
+      }
+    } finally {
+      await admin.disconnect()
+    }
+  },
+
+  // admin.listPartitionReassignments: the reassignments under way.
+  async 'list-reassignments' () {
+    const admin = client().admin()
+    await admin.connect()
+    try {
+      return await admin.listPartitionReassignments({ topics: args.topics || null, timeout: 30000 })
     } finally {
       await admin.disconnect()
     }

@@ -6,7 +6,6 @@
 //! this broker's view holds it. A single broker always leads: every
 //! election is ELECTION_NOT_NEEDED.
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 use kafka_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaElectionResult};
@@ -91,13 +90,8 @@ async fn elect_one(b: &Broker, topic: &str, p: i32, kind: ElectionType) -> Resul
         let Some(e) = snap.partition(topic, p) else {
             return Err((ResponseError::UnknownTopicOrPartition, None));
         };
-        let live: BTreeSet<i32> = snap.brokers.keys().copied().collect();
-        let draining: BTreeSet<i32> = snap
-            .brokers
-            .iter()
-            .filter(|(_, x)| x.registration.shutting_down)
-            .map(|(id, _)| *id)
-            .collect();
+        let live = snap.live_broker_ids();
+        let draining = snap.draining_broker_ids();
         let next = match operator_election(&e.state, &live, &draining, kind) {
             Ok(next) => next,
             Err(ElectionRefused::NotNeeded) => {

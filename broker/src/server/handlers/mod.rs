@@ -12,6 +12,7 @@ pub mod list_offsets;
 pub mod metadata;
 pub mod produce;
 pub mod producer;
+pub mod reassignments;
 pub mod replica_fetch;
 pub mod topics;
 pub mod txn;
