@@ -71,6 +71,15 @@ impl ClusterSnapshot {
         self.brokers.keys().copied().collect()
     }
 
+    /// Every partition of every topic, by topic: what a request that names
+    /// no partitions (ElectLeaders, ListPartitionReassignments) covers.
+    pub fn all_partitions(&self) -> Vec<(String, Vec<i32>)> {
+        self.partitions
+            .iter()
+            .map(|(t, parts)| (t.clone(), parts.keys().copied().collect()))
+            .collect()
+    }
+
     /// The live brokers in a controlled shutdown.
     pub fn draining_broker_ids(&self) -> std::collections::BTreeSet<i32> {
         self.brokers

@@ -43,11 +43,7 @@ pub async fn handle(req: ElectLeadersRequest, version: i16, b: &Broker) -> Elect
             .into_iter()
             .map(|t| (t.topic.0.to_string(), t.partitions))
             .collect(),
-        None => snap
-            .partitions
-            .iter()
-            .map(|(t, parts)| (t.clone(), parts.keys().copied().collect()))
-            .collect(),
+        None => snap.all_partitions(),
     };
     let mut written = 0i64;
     for (topic, partitions) in wanted {

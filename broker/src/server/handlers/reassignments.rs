@@ -148,11 +148,7 @@ pub async fn list(
             .into_iter()
             .map(|t| (t.name.0.to_string(), t.partition_indexes))
             .collect(),
-        None => snap
-            .partitions
-            .iter()
-            .map(|(t, parts)| (t.clone(), parts.keys().copied().collect()))
-            .collect(),
+        None => snap.all_partitions(),
     };
     let mut r = ListPartitionReassignmentsResponse::default();
     for (topic, partitions) in wanted {
