@@ -74,6 +74,21 @@ pub fn render(c: &Cluster) -> String {
             "strata_replica_tiered_starts_total {}",
             TIERED_STARTS.load(Ordering::Relaxed)
         );
+        use crate::replication::read_replica::{FOLLOWER_READ_BYTES, PREFERRED_REPLICA_REDIRECTS};
+        let _ = writeln!(out, "# HELP strata_follower_read_bytes_total Record bytes this broker served to consumers as a follower (KIP-392: reads kept in the consumer's rack).");
+        let _ = writeln!(out, "# TYPE strata_follower_read_bytes_total counter");
+        let _ = writeln!(
+            out,
+            "strata_follower_read_bytes_total {}",
+            FOLLOWER_READ_BYTES.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(out, "# HELP strata_preferred_read_replica_redirects_total Fetch answers in which this leader sent a consumer to a replica in its rack.");
+        let _ = writeln!(out, "# TYPE strata_preferred_read_replica_redirects_total counter");
+        let _ = writeln!(
+            out,
+            "strata_preferred_read_replica_redirects_total {}",
+            PREFERRED_REPLICA_REDIRECTS.load(Ordering::Relaxed)
+        );
     }
     let mut offline = 0usize;
     let mut led = Vec::new();

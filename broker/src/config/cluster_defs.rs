@@ -20,6 +20,13 @@ pub const CLUSTER_BROKER_CONFIGS: &[ConfigDef] = &[
         "The rack (or zone) of this broker: replicas of a partition are spread across racks, and consumers with client.rack fetch from a replica in theirs.",
     ),
     broker(
+        "replica.selector.class",
+        ConfigType::String,
+        super::checks::RACK_AWARE_SELECTOR,
+        Validator::Custom(super::checks::check_replica_selector),
+        "How a partition's leader picks the replica a consumer reads from (KIP-392): the rack-aware selector sends a consumer that sets client.rack to an in-sync replica in its rack; LeaderSelector keeps every consumer on the leader.",
+    ),
+    broker(
         "broker.session.timeout.ms",
         ConfigType::Int,
         "9000",

@@ -5,7 +5,7 @@
 //! else the broker's synonym, else the default. This module parses and
 //! validates; it never reads or writes topic state on disk.
 
-mod checks;
+pub mod checks;
 pub mod cluster_defs;
 pub mod defs;
 pub mod dynamic;

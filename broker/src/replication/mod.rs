@@ -9,6 +9,7 @@ pub mod client;
 pub mod fetcher;
 pub mod isr;
 pub mod manager;
+pub mod read_replica;
 pub mod tiered_start;
 
 #[cfg(test)]

@@ -112,6 +112,31 @@ impl Broker {
         }
         None
     }
+    /// Why this broker must not serve a consumer's read of
+    /// `topic`-`partition` (KIP-392, Fetch v11+): as [`Self::not_leader`],
+    /// but an in-sync follower of the store's current leadership may serve
+    /// too (up to its own high watermark). A follower outside the ISR
+    /// refuses, so a consumer sent to it goes back to the leader rather
+    /// than read a lagging copy.
+    pub fn not_readable_here(&self, topic: &str, partition: i32) -> Option<ResponseError> {
+        let refused = self.not_leader(topic, partition)?;
+        if refused != ResponseError::NotLeaderOrFollower || !self.cluster.clustered {
+            return Some(refused);
+        }
+        let snap = self.cluster.view.snapshot();
+        let follows = snap.partition(topic, partition).is_some_and(|e| {
+            let s = &e.state;
+            s.leader >= 0
+                && s.leader != self.node_id
+                && s.isr.contains(&self.node_id)
+                && self.cluster.is_registered()
+                && snap.topic(topic).map(|t| t.record.id) == self.logs.topic(topic).map(|t| t.id)
+                && self.logs.partition(topic, partition).is_some_and(|l| {
+                    l.following() == Some(s.leader) && l.leader_epoch() == s.leader_epoch
+                })
+        });
+        (!follows).then_some(refused)
+    }
     /// A topic's config overrides as the cluster knows them (a single
     /// broker: its data directory's; a cluster: the store's, also for
     /// topics this broker hosts no replica of).

@@ -10,7 +10,13 @@
 //! fetch together, to the historical read path's one entry point
 //! ([`RemoteLogReader`]); this handler only merges the local and remote
 //! answers, so consumers see one continuous log.
+//!
+//! From v11 (KIP-392) a consumer may read from an in-sync follower, up to
+//! the follower's high watermark; a leader asked by a consumer that names
+//! its rack answers with the replica of that rack to read from instead
+//! (`replication::read_replica` decides), reading nothing.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,12 +32,14 @@ use uuid::Uuid;
 
 use strata_tiering::RemotePartition;
 
+use crate::cluster::view::ClusterSnapshot;
 use crate::log::txn_index::AbortedTxn;
 use crate::log::{Isolation, LogError, PartitionLog, ReadResult};
 use crate::log_manager::Topic;
 use crate::remote::remote_log_reader::{
     RemoteFetch, RemoteFetchOutcome, RemoteFetchPartition, RemoteLogReader,
 };
+use crate::replication::read_replica::{self, ReplicaSelector};
 use crate::server::Broker;
 
 struct Target {
@@ -46,6 +54,16 @@ struct Target {
     handle: Option<Arc<Topic>>,
     fetch_offset: i64,
     max_bytes: usize,
+    /// The replica the leader sends the consumer to (KIP-392): nothing is
+    /// read, the answer names it.
+    preferred: Option<i32>,
+    /// This broker serves the read as a follower (KIP-392).
+    as_follower: bool,
+    /// A follower asked past its log end by a consumer that named no
+    /// leader epoch answers empty rather than OFFSET_OUT_OF_RANGE (the
+    /// consumer may hold an offset this follower has not copied yet, and
+    /// without an epoch it would reset instead of asking the leader).
+    empty_above_end: bool,
 }
 
 pub async fn handle(req: FetchRequest, version: i16, b: &Broker) -> FetchResponse {
@@ -85,6 +103,16 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
     };
     let min_bytes = req.min_bytes.max(0) as usize;
     let read_committed = req.isolation_level == 1;
+    // From v11 (KIP-392) a consumer names its rack and may read from a
+    // follower.
+    let follower_reads = version >= 11;
+    let client_rack = if follower_reads {
+        req.rack_id.to_string()
+    } else {
+        String::new()
+    };
+    let selector = ReplicaSelector::from_config(&b.config.value("replica.selector.class"));
+    let snap = b.cluster.view.snapshot();
     let mut names: Vec<(TopicName, Uuid)> = Vec::with_capacity(req.topics.len());
     let mut targets = Vec::new();
     for (ti, t) in req.topics.into_iter().enumerate() {
@@ -93,12 +121,7 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
         // replica of it, so a misdirected fetch hears who leads).
         let (topic, missing, cluster_name) = if version >= 13 {
             let topic = b.logs.topic_by_id(t.topic_id);
-            let name = b
-                .cluster
-                .view
-                .snapshot()
-                .topic_by_id(t.topic_id)
-                .map(|(n, _)| n.to_string());
+            let name = snap.topic_by_id(t.topic_id).map(|(n, _)| n.to_string());
             let missing = match (&topic, &name) {
                 (None, None) => ResponseError::UnknownTopicId,
                 _ => ResponseError::UnknownTopicOrPartition,
@@ -118,27 +141,44 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
         };
         names.push((t.topic, id));
         for p in t.partitions {
-            // Only the leader serves fetches (followers will, KIP-392).
+            // The leader serves; from v11 an in-sync follower too.
             let log = topic.as_ref().and_then(|t| t.partition(p.partition));
             // A stale or future current leader epoch (KIP-320, v9+).
             let refused = cluster_name
                 .as_deref()
-                .and_then(|n| b.not_leader(n, p.partition))
+                .and_then(|n| {
+                    if follower_reads {
+                        b.not_readable_here(n, p.partition)
+                    } else {
+                        b.not_leader(n, p.partition)
+                    }
+                })
                 .or_else(|| {
                     let l = log.as_ref()?;
                     super::leader_epoch::check_current_epoch(l, p.current_leader_epoch).err()
                 });
+            let log = match refused {
+                Some(_) => None,
+                None => log,
+            };
+            let as_follower = log.as_ref().is_some_and(|l| l.following().is_some());
+            let preferred = match (&log, cluster_name.as_deref()) {
+                (Some(l), Some(n)) if !as_follower && !client_rack.is_empty() => {
+                    preferred_replica(b, &snap, selector, n, p.partition, l, &client_rack, p.fetch_offset)
+                }
+                _ => None,
+            };
             targets.push(Target {
                 topic: ti,
                 partition: p.partition,
                 missing: refused.unwrap_or(missing),
-                log: match refused {
-                    Some(_) => None,
-                    None => log,
-                },
+                log,
                 handle: topic.clone(),
                 fetch_offset: p.fetch_offset,
                 max_bytes: p.partition_max_bytes.max(0) as usize,
+                preferred,
+                as_follower,
+                empty_above_end: as_follower && p.current_leader_epoch < 0,
             });
         }
     }
@@ -150,15 +190,15 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
             .filter_map(|t| t.log.as_ref().map(|l| l.subscribe()))
             .collect();
         let read = read_all(b, client, &targets, response_max, read_committed, deadline).await;
+        // A consumer sent to another replica hears it at once (as Kafka
+        // does since KAFKA-13767), not after the long poll.
         if read.total >= min_bytes
             || read.any_error
             || Instant::now() >= deadline
             || watchers.is_empty()
+            || targets.iter().any(|t| t.preferred.is_some())
         {
-            return Fetched {
-                response: build(names, &targets, read.partitions, version),
-                history_bytes: read.history_bytes,
-            };
+            return finish(names, &targets, read, version);
         }
         let changes = watchers.iter_mut().map(|w| Box::pin(w.changed()));
         if tokio::time::timeout_at(deadline, select_all(changes))
@@ -166,12 +206,103 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
             .is_err()
         {
             let read = read_all(b, client, &targets, response_max, read_committed, deadline).await;
-            return Fetched {
-                response: build(names, &targets, read.partitions, version),
-                history_bytes: read.history_bytes,
-            };
+            return finish(names, &targets, read, version);
         }
     }
+}
+
+/// The answer of a fetch's last read, counting what was served as a
+/// follower.
+fn finish(names: Vec<(TopicName, Uuid)>, targets: &[Target], read: ReadAll, version: i16) -> Fetched {
+    for (t, pd) in targets.iter().zip(&read.partitions) {
+        if t.as_follower {
+            read_replica::note_follower_read(pd.records.as_ref().map_or(0, |r| r.len()));
+        }
+    }
+    Fetched {
+        response: build(names, targets, read.partitions, version),
+        history_bytes: read.history_bytes,
+    }
+}
+
+/// The replica a consumer in `client_rack` should read `topic`-`partition`
+/// from instead of this leader (KIP-392), if any.
+#[allow(clippy::too_many_arguments)]
+fn preferred_replica(
+    b: &Broker,
+    snap: &ClusterSnapshot,
+    selector: ReplicaSelector,
+    topic: &str,
+    partition: i32,
+    log: &PartitionLog,
+    client_rack: &str,
+    fetch_offset: i64,
+) -> Option<i32> {
+    if selector == ReplicaSelector::Leader || !b.cluster.clustered {
+        return None;
+    }
+    let entry = snap.partition(topic, partition)?;
+    let rack_of = |id: i32| {
+        snap.brokers
+            .get(&id)
+            .and_then(|l| l.registration.rack.as_deref())
+    };
+    let progress = log.follower_progress();
+    let followers = entry
+        .state
+        .replicas
+        .iter()
+        .filter(|id| **id != b.node_id)
+        .map(|id| read_replica::ReplicaView {
+            id: *id,
+            rack: rack_of(*id),
+            end: progress
+                .iter()
+                .find(|(f, _)| f == id)
+                .map_or(-1, |(_, p)| p.end),
+            last_fetch_age: progress
+                .iter()
+                .find(|(f, _)| f == id)
+                .and_then(|(_, p)| p.last_fetch)
+                .map(|t| t.elapsed()),
+        })
+        .collect();
+    let serving: BTreeSet<i32> = snap
+        .live_broker_ids()
+        .difference(&snap.draining_broker_ids())
+        .copied()
+        .collect();
+    let own_rack = b.rack();
+    let chosen = read_replica::preferred_read_replica(
+        selector,
+        &read_replica::Selection {
+            leader: read_replica::ReplicaView {
+                id: b.node_id,
+                rack: own_rack.as_deref(),
+                end: log.log_end_offset(),
+                last_fetch_age: None,
+            },
+            followers,
+            isr: &entry.state.isr,
+            serving: &serving,
+            client_rack,
+            fetch_offset,
+            // A healthy follower's long poll returns within
+            // replica.fetch.wait.max.ms, and it fetches again at once.
+            max_fetch_age: Duration::from_millis(
+                b.config.i64("replica.fetch.wait.max.ms").max(0) as u64,
+            ) * 2
+                + Duration::from_secs(1),
+        },
+    );
+    // Only an offset the follower can serve: in its local log, or in the
+    // bucket (which every replica reads).
+    chosen.filter(|_| {
+        fetch_offset >= log.local_log_start_offset()
+            || log
+                .remote_log_start_offset()
+                .is_some_and(|r| fetch_offset >= r)
+    })
 }
 
 /// Who sent the fetch (for read-ahead streams and priority classes).
@@ -333,12 +464,23 @@ async fn read_all(
             out.push(pd);
             continue;
         };
+        if let Some(replica) = t.preferred {
+            // Nothing read: the consumer reads from `replica` from now on.
+            fill(&mut pd, remote_result(log, Bytes::new()), log);
+            pd.preferred_read_replica = BrokerId(replica);
+            read_replica::note_redirect();
+            out.push(pd);
+            continue;
+        }
         let remaining = response_max.saturating_sub(total);
         let limit = t.max_bytes.min(remaining);
         match log.read_below(t.fetch_offset, limit, total == 0, isolation) {
             Ok(read) => total += fill(&mut pd, read, log),
             Err(LogError::OffsetOutOfRange { .. }) => match remote_partition(b, t, log) {
                 Some(rp) => remote_pending.push((i, rp)),
+                None if t.empty_above_end && t.fetch_offset > log.log_end_offset() => {
+                    fill(&mut pd, remote_result(log, Bytes::new()), log);
+                }
                 None => {
                     out_of_range(&mut pd, log);
                     any_error = true;
