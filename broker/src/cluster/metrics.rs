@@ -93,6 +93,9 @@ pub fn render(c: &Cluster) -> String {
     let mut offline = 0usize;
     let mut led = Vec::new();
     let (mut isr_size, mut shrinks, mut expands, mut lag) = (vec![], vec![], vec![], vec![]);
+    let (mut slow, mut ack_p99) = (vec![], vec![]);
+    let window =
+        std::time::Duration::from_millis(c.logs.broker_config().i64("replica.slow.eviction.window.ms").max(1000) as u64);
     let (mut under_replicated, mut under_min_isr) = (0usize, 0usize);
     for (topic, parts) in &snap.partitions {
         for (p, e) in parts.iter() {
@@ -114,6 +117,13 @@ pub fn render(c: &Cluster) -> String {
                 let (s, x) = log.isr_changes();
                 shrinks.push((labels.clone(), s as f64));
                 expands.push((labels.clone(), x as f64));
+                slow.push((labels.clone(), log.slow_evictions() as f64));
+                for (replica, p99) in log.follower_ack_p99s(window) {
+                    ack_p99.push((
+                        format!("{labels},replica=\"{replica}\""),
+                        p99.as_secs_f64(),
+                    ));
+                }
                 let end = log.log_end_offset();
                 for (replica, f) in log.follower_progress() {
                     let behind = if f.end < 0 { end } else { end - f.end };
@@ -172,6 +182,18 @@ pub fn render(c: &Cluster) -> String {
         "strata_partition_isr_expands_total",
         "ISR expansions this broker wrote as leader.",
         &expands,
+    );
+    counter(
+        &mut out,
+        "strata_partition_isr_slow_evictions_total",
+        "Followers this leader took out of the ISR for their fetch-to-ack latency (replica.slow.eviction.*), not for lag.",
+        &slow,
+    );
+    gauge(
+        &mut out,
+        "strata_partition_follower_ack_latency_p99_seconds",
+        "Each follower's p99 time from the leader's append to the follower's fetch past it (the latency it adds to acks=all), over replica.slow.eviction.window.ms.",
+        &ack_p99,
     );
     gauge(
         &mut out,

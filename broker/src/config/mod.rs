@@ -144,6 +144,10 @@ impl BrokerConfig {
         self.value(name).parse().unwrap_or(0)
     }
 
+    pub fn f64(&self, name: &str) -> f64 {
+        self.value(name).parse().unwrap_or(0.0)
+    }
+
     pub fn bool(&self, name: &str) -> bool {
         self.value(name).eq_ignore_ascii_case("true")
     }

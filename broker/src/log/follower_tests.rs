@@ -261,10 +261,10 @@ fn the_isr_review_finds_laggards_and_caught_up_followers() {
     // go) is not taken back.
     let dead: std::collections::BTreeSet<i32> = [1, 2].into();
     assert!(leader
-        .isr_review(&[1, 2, 3], &dead, Duration::from_secs(30))
+        .isr_review(&[1, 2, 3], &dead, Duration::from_secs(30), None)
         .caught_up
         .is_empty());
-    let review = leader.isr_review(&[1, 2, 3], &live, Duration::from_secs(30));
+    let review = leader.isr_review(&[1, 2, 3], &live, Duration::from_secs(30), None);
     assert_eq!(review.out_of_sync, Vec::<i32>::new());
     assert_eq!(review.caught_up, vec![3]);
     // Counted as in sync from the review on: it holds back the high
@@ -274,7 +274,7 @@ fn the_isr_review_finds_laggards_and_caught_up_followers() {
     leader.record_follower_fetch(2, 15);
     assert_eq!(leader.high_watermark(), 10, "pending member 3 has only 10");
     assert!(leader
-        .isr_review(&[1, 2, 3], &live, Duration::from_secs(30))
+        .isr_review(&[1, 2, 3], &live, Duration::from_secs(30), None)
         .caught_up
         .is_empty());
     // Written at revision 12: an older view keeps it pending, a view that
@@ -287,7 +287,7 @@ fn the_isr_review_finds_laggards_and_caught_up_followers() {
     // A follower that stops fetching falls out after the lag limit.
     append(&leader, &testing::batch(10, 10, 1_000));
     std::thread::sleep(Duration::from_millis(30));
-    let review = leader.isr_review(&[1, 2, 3], &live, Duration::from_millis(20));
+    let review = leader.isr_review(&[1, 2, 3], &live, Duration::from_millis(20), None);
     assert_eq!(review.out_of_sync, vec![2]);
 }
 

@@ -2,6 +2,7 @@
 //! checkpoints, owned per partition by [`PartitionLog`].
 
 pub mod aborted_ranges;
+pub mod ack_latency;
 pub mod batch;
 pub mod checkpoint;
 pub mod cleaner;

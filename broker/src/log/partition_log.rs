@@ -630,6 +630,7 @@ impl PartitionLog {
         drop(inner);
         if !duplicate {
             self.log_end.send_replace(next);
+            self.note_leader_append(next);
             self.flush_requested.notify_one();
         }
         Ok(AppendInfo {

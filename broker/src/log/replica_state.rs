@@ -21,7 +21,9 @@
 //! writes ISR changes).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use super::ack_latency::AckLatency;
 
 /// How far one follower has copied the leader's log.
 #[derive(Debug, Clone, Copy)]
@@ -65,6 +67,8 @@ pub(super) enum Role {
         isr: BTreeSet<i32>,
         pending: BTreeMap<i32, i64>,
         followers: HashMap<i32, FollowerProgress>,
+        /// Each follower's fetch-to-ack latency (the slow-follower rule).
+        acks: AckLatency,
     },
     /// This broker copies `leader`'s log at `epoch` (leader -1: not known
     /// yet, e.g. at start in a cluster).
@@ -86,6 +90,8 @@ pub(super) struct ReplicaState {
     /// alarm on: flapping is the first sign of a bad disk or network).
     pub(super) isr_shrinks: u64,
     pub(super) isr_expands: u64,
+    /// Of the shrinks, followers taken out for their ack latency.
+    pub(super) slow_evictions: u64,
 }
 
 impl ReplicaState {
@@ -97,11 +103,13 @@ impl ReplicaState {
                 isr: BTreeSet::new(),
                 pending: BTreeMap::new(),
                 followers: HashMap::new(),
+                acks: AckLatency::default(),
             },
             me: -1,
             durable_end,
             isr_shrinks: 0,
             isr_expands: 0,
+            slow_evictions: 0,
         }
     }
 
@@ -144,4 +152,7 @@ pub struct IsrReview {
     /// watermark and the current epoch's start; already counted toward
     /// the high watermark (pending) when this is returned.
     pub caught_up: Vec<i32>,
+    /// Of `out_of_sync`, those taken out for their ack latency (with their
+    /// p99), not for lag.
+    pub slow: Vec<(i32, Duration)>,
 }

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use super::partition_log::{LogError, LogInner, PartitionLog};
+use super::ack_latency::{AckLatency, SlowFollowerRule};
 use super::replica_state::{FollowerProgress, IsrReview, ReplicaState, Role, IN_FLIGHT};
 
 impl PartitionLog {
@@ -57,6 +58,7 @@ impl PartitionLog {
                 isr: others,
                 pending: BTreeMap::new(),
                 followers,
+                acks: AckLatency::default(),
             };
         } else if let Role::Leader { isr, pending, .. } = &mut st.role {
             // A pending addition is settled once the store shows it, or
@@ -210,12 +212,16 @@ impl PartitionLog {
         let leader_end = self.log_end_offset();
         let now = Instant::now();
         let mut st = self.replicas();
-        let Role::Leader { followers, .. } = &mut st.role else {
+        let Role::Leader {
+            followers, acks, ..
+        } = &mut st.role
+        else {
             return false;
         };
         let f = followers
             .entry(replica)
             .or_insert(FollowerProgress::unknown(None));
+        acks.note_fetch(replica, f.end, fetch_offset.min(leader_end), now);
         // Kafka's rule: caught up now if it has the whole log; caught up
         // at its previous fetch if it has what the log held then.
         if fetch_offset >= leader_end {
@@ -226,8 +232,39 @@ impl PartitionLog {
         f.end = fetch_offset.min(leader_end);
         f.last_fetch = Some(now);
         f.leader_end_at_last_fetch = leader_end;
+        // Appends every follower that fetched holds are of no more use.
+        if let Some(min_end) = followers.values().filter(|f| f.end >= 0).map(|f| f.end).min() {
+            acks.trim(min_end);
+        }
         self.advance_high_watermark_locked(&st);
         true
+    }
+
+    /// A leader's append (records or a marker) ended at `end`: remembered
+    /// to measure how long each follower takes to copy it. Nothing on a
+    /// leader without followers (a single broker) or on a follower.
+    pub(super) fn note_leader_append(&self, end: i64) {
+        let mut st = self.replicas();
+        if let Role::Leader {
+            isr,
+            followers,
+            acks,
+            ..
+        } = &mut st.role
+        {
+            if !isr.is_empty() || !followers.is_empty() {
+                acks.note_append(end, Instant::now());
+            }
+        }
+    }
+
+    /// Each follower's fetch-to-ack p99 over `window`, as this leader
+    /// measured it (empty on a follower).
+    pub fn follower_ack_p99s(&self, window: Duration) -> Vec<(i32, Duration)> {
+        match &self.replicas().role {
+            Role::Leader { acks, .. } => acks.p99s(window, Instant::now()),
+            Role::Follower { .. } => Vec::new(),
+        }
     }
 
     /// Each follower's progress, as this leader knows it.
@@ -245,11 +282,17 @@ impl PartitionLog {
     /// within `max_lag`. Those to join count toward the high watermark
     /// from now on (checked and marked under one lock), until
     /// [`Self::isr_addition_written`] or [`Self::isr_addition_failed`].
+    ///
+    /// With a `slow` rule, in-sync followers whose fetch-to-ack p99 is far
+    /// above their peers' also leave (never below its `min_isr`), and one
+    /// that left so rejoins only after a healthy window
+    /// (docs/slow-followers.md).
     pub fn isr_review(
         &self,
         replicas: &[i32],
         live: &BTreeSet<i32>,
         max_lag: Duration,
+        slow: Option<&SlowFollowerRule>,
     ) -> IsrReview {
         let leader_end = self.log_end_offset();
         let epoch_start = self.epoch_start_offset();
@@ -265,6 +308,7 @@ impl PartitionLog {
             isr,
             pending,
             followers,
+            acks,
             ..
         } = &mut st.role
         else {
@@ -279,6 +323,19 @@ impl PartitionLog {
                 review.out_of_sync.push(*id);
             }
         }
+        if let Some(rule) = slow {
+            acks.expire(rule.window, now);
+            let still: Vec<i32> = isr
+                .iter()
+                .copied()
+                .filter(|id| !review.out_of_sync.contains(id))
+                .collect();
+            review.slow = acks.slow_followers(&still, still.len() + 1, rule, now);
+            review
+                .out_of_sync
+                .extend(review.slow.iter().map(|(id, _)| *id));
+        }
+        let in_sync_now: Vec<i32> = isr.iter().copied().collect();
         for id in replicas {
             if *id == me || isr.contains(id) || pending.contains_key(id) || !live.contains(id) {
                 continue;
@@ -286,7 +343,9 @@ impl PartitionLog {
             if followers
                 .get(id)
                 .is_some_and(|f| f.end >= hw && f.end >= epoch_start && recent(f))
+                && slow.is_none_or(|rule| acks.may_rejoin(*id, &in_sync_now, rule, now))
             {
+                acks.rejoined(*id);
                 pending.insert(*id, IN_FLIGHT);
                 review.caught_up.push(*id);
             }
@@ -318,6 +377,16 @@ impl PartitionLog {
         let mut st = self.replicas();
         st.isr_shrinks += u64::from(removed > 0);
         st.isr_expands += u64::from(added > 0);
+    }
+
+    /// Counts followers taken out of the ISR for their ack latency.
+    pub fn note_slow_evictions(&self, n: u64) {
+        self.replicas().slow_evictions += n;
+    }
+
+    /// Followers this broker took out of the ISR for their ack latency.
+    pub fn slow_evictions(&self) -> u64 {
+        self.replicas().slow_evictions
     }
 
     /// (ISR shrinks, ISR expands) this broker wrote for the partition.

@@ -71,6 +71,7 @@ impl PartitionLog {
         let log_start_offset = self.global_start(inner.log_start_offset);
         drop(inner);
         self.log_end.send_replace(offset + 1);
+        self.note_leader_append(offset + 1);
         self.flush_requested.notify_one();
         Ok(AppendInfo {
             base_offset: offset,

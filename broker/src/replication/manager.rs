@@ -2,8 +2,10 @@
 //! each partition log this broker hosts lead or follow as the store says,
 //! keeps one [`ReplicaFetcher`] per leader it follows, and, for the
 //! partitions it leads, reviews the ISR: a follower that has not caught up
-//! within `replica.lag.time.max.ms` leaves it, one that holds everything
-//! up to the high watermark joins it (docs/replication.md).
+//! within `replica.lag.time.max.ms` leaves it, as does one whose
+//! fetch-to-ack latency is far above its peers' (docs/slow-followers.md);
+//! one that holds everything up to the high watermark joins it
+//! (docs/replication.md).
 //!
 //! It acts after the reconciler created the logs of a store revision; it
 //! never creates or removes logs, and writes only ISR changes.
@@ -20,6 +22,7 @@ use super::tiered_start::TieredEndSource;
 use crate::cluster::store::ClusterStore;
 use crate::cluster::view::{ClusterSnapshot, ClusterView, PartitionEntry};
 use crate::config::BrokerConfig;
+use crate::log::ack_latency::SlowFollowerRule;
 use crate::log::PartitionLog;
 use crate::log_manager::LogManager;
 
@@ -28,6 +31,9 @@ use crate::log_manager::LogManager;
 pub struct ReplicationSettings {
     pub fetcher: FetcherSettings,
     pub max_lag: Duration,
+    /// The slow-follower rule (docs/slow-followers.md), without the
+    /// partition's min.insync.replicas; None when disabled.
+    pub slow_followers: Option<SlowFollowerRule>,
 }
 
 impl ReplicationSettings {
@@ -43,6 +49,14 @@ impl ReplicationSettings {
                 socket_timeout: ms("replica.socket.timeout.ms"),
             },
             max_lag: ms("replica.lag.time.max.ms"),
+            slow_followers: c
+                .bool("replica.slow.eviction.enable")
+                .then(|| SlowFollowerRule {
+                    ratio: c.f64("replica.slow.eviction.ratio"),
+                    floor: ms("replica.slow.eviction.min.ms"),
+                    window: ms("replica.slow.eviction.window.ms"),
+                    min_isr: 1,
+                }),
         }
     }
 }
@@ -213,7 +227,16 @@ impl ReplicaManager {
             if e.state.leader != self.me || !log.is_leader() {
                 continue;
             }
-            let review = log.isr_review(&e.state.replicas, &live, self.settings.max_lag);
+            let rule = self.settings.slow_followers.map(|r| SlowFollowerRule {
+                min_isr: log.config().min_insync_replicas.max(1) as usize,
+                ..r
+            });
+            let review = log.isr_review(
+                &e.state.replicas,
+                &live,
+                self.settings.max_lag,
+                rule.as_ref(),
+            );
             if review.out_of_sync.is_empty() && review.caught_up.is_empty() {
                 continue;
             }
@@ -236,7 +259,11 @@ impl ReplicaManager {
             match written {
                 Ok(Some(revision)) => {
                     tracing::info!(topic = %topic, partition = p, isr = ?isr,
-                        shrunk = ?review.out_of_sync, expanded = ?review.caught_up, "ISR changed");
+                        shrunk = ?review.out_of_sync, expanded = ?review.caught_up,
+                        slow = ?review.slow, "ISR changed");
+                    if !review.slow.is_empty() {
+                        log.note_slow_evictions(review.slow.len() as u64);
+                    }
                     log.note_isr_change(
                         review.out_of_sync.len() as u64,
                         review.caught_up.len() as u64,
