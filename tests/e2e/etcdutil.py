@@ -27,8 +27,11 @@ def etcd_bin() -> str:
 
 
 class EtcdCluster:
-    def __init__(self, base: Path, members: int = 1):
+    def __init__(self, base: Path, members: int = 1, host: str = "127.0.0.1"):
         self.bin = etcd_bin()
+        # The address members listen on (another than loopback when a
+        # broker in a network namespace must reach them: netutil.py).
+        self.host = host
         self.base = Path(base)
         self.base.mkdir(parents=True, exist_ok=True)
         self.names = [f"m{i}" for i in range(members)]
@@ -47,9 +50,9 @@ class EtcdCluster:
         self.wait_healthy()
 
     def _cmd(self, n: str) -> list[str]:
-        client = f"http://127.0.0.1:{self.client_ports[n]}"
-        peer = f"http://127.0.0.1:{self.peer_ports[n]}"
-        initial = ",".join(f"{m}=http://127.0.0.1:{self.peer_ports[m]}" for m in self.names)
+        client = f"http://{self.host}:{self.client_ports[n]}"
+        peer = f"http://{self.host}:{self.peer_ports[n]}"
+        initial = ",".join(f"{m}=http://{self.host}:{self.peer_ports[m]}" for m in self.names)
         return [self.bin, "--name", n, "--data-dir", str(self.base / n),
                 "--listen-client-urls", client, "--advertise-client-urls", client,
                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
@@ -70,13 +73,13 @@ class EtcdCluster:
             p.wait(10)
 
     def endpoints(self) -> str:
-        return ",".join(f"127.0.0.1:{self.client_ports[n]}" for n in self.names)
+        return ",".join(f"{self.host}:{self.client_ports[n]}" for n in self.names)
 
     def url(self, prefix: str) -> str:
         return f"etcd://{self.endpoints()}/{prefix}"
 
     def _post(self, n: str, path: str, body: dict, timeout: float = 2.0) -> dict:
-        req = urllib.request.Request(f"http://127.0.0.1:{self.client_ports[n]}{path}",
+        req = urllib.request.Request(f"http://{self.host}:{self.client_ports[n]}{path}",
                                      data=json.dumps(body).encode(), method="POST")
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return json.loads(r.read())

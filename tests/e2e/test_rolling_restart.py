@@ -36,13 +36,13 @@ class Load:
     """An idempotent acks=all producer in a thread: what was acknowledged
     and what failed."""
 
-    def __init__(self, bootstrap, topic):
+    def __init__(self, bootstrap, topic, **producer_config):
         self.topic = topic
         self.acked: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
         self.errors: list[str] = []
         self.stop = threading.Event()
         self.p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                           "linger.ms": 5, "message.timeout.ms": 120000})
+                           "linger.ms": 5, "message.timeout.ms": 120000, **producer_config})
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 

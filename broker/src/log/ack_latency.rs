@@ -43,6 +43,10 @@ struct FollowerSamples {
     samples: VecDeque<(Instant, Duration)>,
     /// Taken out of the ISR for latency at this time.
     evicted_at: Option<Instant>,
+    /// When the samples began (this leadership, or its last rejoin): a
+    /// follower is judged only after half a window of them, so a start or
+    /// a catch-up does not pass for slowness.
+    since: Option<Instant>,
 }
 
 /// The leader's record of appends and each follower's ack latency.
@@ -76,6 +80,7 @@ impl AckLatency {
             return;
         };
         let f = self.followers.entry(replica).or_default();
+        f.since.get_or_insert(now);
         if f.samples.len() == MAX_SAMPLES {
             f.samples.pop_front();
         }
@@ -122,8 +127,15 @@ impl AckLatency {
             .iter()
             .filter_map(|id| Some((*id, self.p99(*id, rule.window, now)?)))
             .collect();
+        let observed = |id: &i32| {
+            self.followers
+                .get(id)
+                .and_then(|f| f.since)
+                .is_some_and(|t| now.saturating_duration_since(t) >= rule.window / 2)
+        };
         let mut slow: Vec<(i32, Duration)> = p99s
             .iter()
+            .filter(|(id, _)| observed(id))
             .filter(|(id, p)| {
                 let peers: Vec<Duration> = p99s
                     .iter()
@@ -134,7 +146,7 @@ impl AckLatency {
             })
             .copied()
             .collect();
-        slow.sort_by(|a, b| b.1.cmp(&a.1));
+        slow.sort_by_key(|s| std::cmp::Reverse(s.1));
         slow.truncate(in_sync_after_lag.saturating_sub(rule.min_isr));
         for (id, _) in &slow {
             let f = self.followers.entry(*id).or_default();
@@ -174,10 +186,14 @@ impl AckLatency {
         true
     }
 
-    /// `replica` rejoined the ISR.
+    /// `replica` joins the ISR (or stays in it): its samples start over.
+    /// Those taken while it caught up measured the backlog it copied, not
+    /// the delay it adds to writes, and would evict it at once.
     pub fn rejoined(&mut self, replica: i32) {
         if let Some(f) = self.followers.get_mut(&replica) {
             f.evicted_at = None;
+            f.samples.clear();
+            f.since = None;
         }
     }
 
@@ -278,7 +294,11 @@ mod tests {
         let t = Instant::now();
         let mut l = AckLatency::default();
         feed(&mut l, t, &[(2, 5), (3, 6), (4, 400)], 100);
-        let now = t + Duration::from_secs(2);
+        // Judged only after half a window of samples.
+        assert!(l
+            .slow_followers(&[2, 3, 4], 4, &rule(2), t + Duration::from_secs(2))
+            .is_empty());
+        let now = t + Duration::from_secs(6);
         assert_eq!(l.p99(4, Duration::from_secs(10), now), Some(Duration::from_millis(400)));
         let slow = l.slow_followers(&[2, 3, 4], 4, &rule(2), now);
         assert_eq!(slow, vec![(4, Duration::from_millis(400))]);
@@ -309,7 +329,7 @@ mod tests {
         let t = Instant::now();
         let mut l = AckLatency::default();
         feed(&mut l, t, &[(2, 5), (3, 400)], 100);
-        let evicted = t + Duration::from_secs(1);
+        let evicted = t + Duration::from_secs(6);
         assert_eq!(l.slow_followers(&[2, 3], 2, &rule(1), evicted).len(), 1);
         // Not within the window, whatever it does.
         assert!(!l.may_rejoin(3, &[2], &rule(1), evicted + Duration::from_secs(5)));
@@ -325,6 +345,9 @@ mod tests {
         assert!(l.may_rejoin(3, &[2], &rule(1), now));
         l.rejoined(3);
         assert!(l.may_rejoin(3, &[2], &rule(1), now));
+        // Back in the ISR, it is judged on what it does from now on.
+        assert_eq!(l.p99(3, Duration::from_secs(10), now), None);
+        assert!(l.slow_followers(&[2, 3], 3, &rule(1), now).is_empty());
         // Still slow after the window: stays out.
         let mut l = AckLatency::default();
         feed(&mut l, t, &[(2, 5), (3, 400)], 100);
