@@ -21,8 +21,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::controller::Role;
-use super::records::{encode, partition_key, PartitionState, CONTROLLER_KEY};
-use super::store::{ClusterStore, Compare, Op};
+use super::partition_writes::write_partition_state;
+use super::records::PartitionState;
+use super::store::ClusterStore;
 use super::view::{ClusterSnapshot, ClusterView};
 
 /// The state `state` should move to given the live brokers, of which
@@ -112,18 +113,11 @@ pub async fn run_once(
                     None => continue,
                 },
             };
-            let key = partition_key(topic, *p);
-            let txn = store
-                .txn(
-                    vec![
-                        Compare::CreateRevision(CONTROLLER_KEY.to_string(), epoch),
-                        Compare::ModRevision(key.clone(), entry.mod_revision),
-                    ],
-                    vec![Op::put(key, encode(&next))],
-                )
-                .await;
+            let txn =
+                write_partition_state(store, topic, *p, entry.mod_revision, Some(epoch), &next)
+                    .await;
             match txn {
-                Ok(o) if o.succeeded => {
+                Ok(Some(_)) => {
                     written += 1;
                     tracing::info!(
                         topic = %topic, partition = p, replicas = ?next.replicas,
@@ -231,35 +225,6 @@ pub fn operator_election(
     next.leader_epoch = state.leader_epoch + 1;
     next.partition_epoch = state.partition_epoch + 1;
     Ok(next)
-}
-
-/// Writes an operator's election of `topic`-`partition`, guarded by the
-/// partition key's revision (a change that raced the controller's or
-/// another's writes nothing). Ok(Some(revision)) once written.
-pub async fn write_operator_election(
-    store: &dyn ClusterStore,
-    topic: &str,
-    partition: i32,
-    mod_revision: i64,
-    next: &PartitionState,
-) -> Result<Option<i64>, super::store::StoreError> {
-    let key = partition_key(topic, partition);
-    let outcome = store
-        .txn(
-            vec![Compare::ModRevision(key.clone(), mod_revision)],
-            vec![Op::put(key, encode(next))],
-        )
-        .await?;
-    if outcome.succeeded {
-        tracing::info!(
-            topic,
-            partition,
-            leader = next.leader,
-            leader_epoch = next.leader_epoch,
-            "leader elected on request (ElectLeaders)"
-        );
-    }
-    Ok(outcome.succeeded.then_some(outcome.revision))
 }
 
 /// While this broker is the controller, elects at every change of the

@@ -18,8 +18,9 @@ use tokio::sync::watch;
 
 use super::controller::Role;
 use super::elections::{operator_election, ElectionType};
-use super::records::{encode, partition_key, PartitionState, CONTROLLER_KEY};
-use super::store::{ClusterStore, Compare, Op};
+use super::partition_writes::write_partition_state;
+use super::records::PartitionState;
+use super::store::ClusterStore;
 use super::view::{ClusterSnapshot, ClusterView};
 
 /// Settings read once at start.
@@ -105,18 +106,17 @@ pub fn start(
             }
             for (topic, p, revision, next) in preferred_elections(&snap, settings.max_imbalance_pct)
             {
-                let key = partition_key(&topic, p);
-                let txn = store
-                    .txn(
-                        vec![
-                            Compare::CreateRevision(CONTROLLER_KEY.to_string(), epoch),
-                            Compare::ModRevision(key.clone(), revision),
-                        ],
-                        vec![Op::put(key, encode(&next))],
-                    )
-                    .await;
+                let txn = write_partition_state(
+                    store.as_ref(),
+                    &topic,
+                    p,
+                    revision,
+                    Some(epoch),
+                    &next,
+                )
+                .await;
                 match txn {
-                    Ok(o) if o.succeeded => tracing::info!(topic = %topic, partition = p,
+                    Ok(Some(_)) => tracing::info!(topic = %topic, partition = p,
                         leader = next.leader, leader_epoch = next.leader_epoch,
                         "preferred leader elected (auto leader rebalance)"),
                     Ok(_) => {}

@@ -14,6 +14,7 @@ pub mod internal_topics;
 pub mod leader_balance;
 pub mod membership;
 pub mod metrics;
+pub mod partition_writes;
 pub mod publisher;
 pub mod reassignment;
 pub mod reconciler;

@@ -27,45 +27,23 @@ pub async fn write_partition_state(
     controller_epoch: Option<i64>,
     next: &PartitionState,
 ) -> Result<Option<i64>, StoreError> {
-    write_partition_state_and(
-        store,
-        topic,
-        partition,
-        mod_revision,
-        controller_epoch,
-        next,
-        Vec::new(),
-    )
-    .await
-}
-
-/// [`write_partition_state`], with `also` in the same transaction.
-pub async fn write_partition_state_and(
-    store: &dyn ClusterStore,
-    topic: &str,
-    partition: i32,
-    mod_revision: i64,
-    controller_epoch: Option<i64>,
-    next: &PartitionState,
-    also: Vec<Op>,
-) -> Result<Option<i64>, StoreError> {
     let key = partition_key(topic, partition);
     let mut guards = Vec::with_capacity(2);
     if let Some(epoch) = controller_epoch {
         guards.push(Compare::CreateRevision(CONTROLLER_KEY.to_string(), epoch));
     }
     guards.push(Compare::ModRevision(key.clone(), mod_revision));
-    let mut ops = vec![Op::put(key, encode(next))];
-    ops.extend(also);
-    let outcome = store.txn(guards, ops).await?;
+    let outcome = store
+        .txn(guards, vec![Op::put(key, encode(next))])
+        .await?;
     Ok(outcome.succeeded.then_some(outcome.revision))
 }
 
 /// How an operator's change of one partition ended.
 #[derive(Debug)]
 pub enum Retried<E> {
-    /// Written at this store revision.
-    Written(i64),
+    /// Written at this store revision, as this state.
+    Written(i64, PartitionState),
     /// The decision found nothing to change.
     Unchanged,
     /// The decision refused the change.
@@ -98,7 +76,7 @@ pub async fn change_with_retries<E>(
             Err(e) => return Retried::Refused(e),
         };
         match write_partition_state(store, topic, partition, mod_revision, None, &next).await {
-            Ok(Some(revision)) => return Retried::Written(revision),
+            Ok(Some(revision)) => return Retried::Written(revision, next),
             Ok(None) => {
                 view.caught_up_to(snap.revision + 1, Duration::from_secs(1))
                     .await;

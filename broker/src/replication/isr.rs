@@ -7,8 +7,9 @@
 //!
 //! It writes the store; it never touches logs.
 
-use crate::cluster::records::{encode, partition_key, PartitionState};
-use crate::cluster::store::{ClusterStore, Compare, Op, StoreError};
+use crate::cluster::partition_writes::write_partition_state;
+use crate::cluster::records::PartitionState;
+use crate::cluster::store::{ClusterStore, StoreError};
 use crate::cluster::view::PartitionEntry;
 
 /// Writes `isr` for `topic`/`partition` led by `me`. Ok(Some(revision))
@@ -64,12 +65,5 @@ async fn write_if_unchanged(
     mut next: PartitionState,
 ) -> Result<Option<i64>, StoreError> {
     next.partition_epoch = current.state.partition_epoch + 1;
-    let key = partition_key(topic, partition);
-    let outcome = store
-        .txn(
-            vec![Compare::ModRevision(key.clone(), current.mod_revision)],
-            vec![Op::put(key, encode(&next))],
-        )
-        .await?;
-    Ok(outcome.succeeded.then_some(outcome.revision))
+    write_partition_state(store, topic, partition, current.mod_revision, None, &next).await
 }

@@ -13,13 +13,9 @@ use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 
 use super::s;
-use crate::cluster::elections::{
-    operator_election, write_operator_election, ElectionRefused, ElectionType,
-};
+use crate::cluster::elections::{operator_election, ElectionRefused, ElectionType};
+use crate::cluster::partition_writes::{change_with_retries, Retried};
 use crate::server::Broker;
-
-/// Attempts at one partition's election when its state changed under it.
-const ATTEMPTS: usize = 3;
 
 type Refusal = (ResponseError, Option<&'static str>);
 
@@ -81,54 +77,56 @@ async fn elect_one(b: &Broker, topic: &str, p: i32, kind: ElectionType) -> Resul
             None => Err((ResponseError::UnknownTopicOrPartition, None)),
         };
     }
-    for _ in 0..ATTEMPTS {
-        let snap = b.cluster.view.snapshot();
-        let Some(e) = snap.partition(topic, p) else {
-            return Err((ResponseError::UnknownTopicOrPartition, None));
-        };
-        let live = snap.live_broker_ids();
-        let draining = snap.draining_broker_ids();
-        let next = match operator_election(&e.state, &live, &draining, kind) {
-            Ok(next) => next,
-            Err(ElectionRefused::NotNeeded) => {
-                return Err((ResponseError::ElectionNotNeeded, None))
-            }
-            Err(ElectionRefused::PreferredNotAvailable) => {
-                return Err((
+    let outcome = change_with_retries(
+        b.cluster.store.as_ref(),
+        &b.cluster.view,
+        topic,
+        p,
+        |snap| {
+            let Some(e) = snap.partition(topic, p) else {
+                return Err((ResponseError::UnknownTopicOrPartition, None));
+            };
+            let live = snap.live_broker_ids();
+            let draining = snap.draining_broker_ids();
+            match operator_election(&e.state, &live, &draining, kind) {
+                Ok(next) => Ok(Some((e.mod_revision, next))),
+                Err(ElectionRefused::NotNeeded) => Err((ResponseError::ElectionNotNeeded, None)),
+                Err(ElectionRefused::PreferredNotAvailable) => Err((
                     ResponseError::PreferredLeaderNotAvailable,
                     Some("the preferred replica is not live, in sync and staying"),
-                ))
-            }
-            Err(ElectionRefused::NoEligibleLeader) => {
-                return Err((
+                )),
+                Err(ElectionRefused::NoEligibleLeader) => Err((
                     ResponseError::EligibleLeadersNotAvailable,
                     Some("no live replica"),
-                ))
+                )),
             }
-        };
-        match write_operator_election(b.cluster.store.as_ref(), topic, p, e.mod_revision, &next)
-            .await
-        {
-            Ok(Some(rev)) => return Ok(rev),
-            // Changed meanwhile (the controller, an ISR change): look again
-            // once the view has moved on.
-            Ok(None) => {
-                b.cluster
-                    .view
-                    .caught_up_to(snap.revision + 1, Duration::from_secs(1))
-                    .await;
-            }
-            Err(err) => {
-                tracing::warn!(topic, partition = p, error = %err, "election write failed");
-                return Err((
-                    ResponseError::RequestTimedOut,
-                    Some("the metadata store did not answer"),
-                ));
-            }
+        },
+    )
+    .await;
+    match outcome {
+        Retried::Written(revision, next) => {
+            tracing::info!(
+                topic,
+                partition = p,
+                leader = next.leader,
+                leader_epoch = next.leader_epoch,
+                "leader elected on request (ElectLeaders)"
+            );
+            Ok(revision)
         }
+        // An election always has something to write.
+        Retried::Unchanged => Err((ResponseError::ElectionNotNeeded, None)),
+        Retried::Refused(refusal) => Err(refusal),
+        Retried::StoreFailed(err) => {
+            tracing::warn!(topic, partition = p, error = %err, "election write failed");
+            Err((
+                ResponseError::RequestTimedOut,
+                Some("the metadata store did not answer"),
+            ))
+        }
+        Retried::KeptChanging => Err((
+            ResponseError::RequestTimedOut,
+            Some("the partition kept changing; try again"),
+        )),
     }
-    Err((
-        ResponseError::RequestTimedOut,
-        Some("the partition kept changing; try again"),
-    ))
 }

@@ -19,13 +19,9 @@ use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 
 use super::s;
+use crate::cluster::partition_writes::{change_with_retries, Retried};
 use crate::cluster::reassignment::{reassign, ReassignRefused};
-use crate::cluster::records::{encode, partition_key};
-use crate::cluster::store::{Compare, Op};
 use crate::server::Broker;
-
-/// Attempts at one partition's change when its state changed under it.
-const ATTEMPTS: usize = 3;
 
 type Refusal = (ResponseError, String);
 
@@ -73,65 +69,54 @@ async fn reassign_one(
     p: i32,
     target: Option<&[i32]>,
 ) -> Result<i64, Refusal> {
-    for _ in 0..ATTEMPTS {
-        let snap = b.cluster.view.snapshot();
-        let Some(e) = snap.partition(topic, p) else {
-            return Err((
-                ResponseError::UnknownTopicOrPartition,
-                format!("{topic}-{p} does not exist"),
-            ));
-        };
-        let next = match reassign(&e.state, target, &snap.live_broker_ids()) {
-            Ok(None) => return Ok(0),
-            Ok(Some(next)) => next,
-            Err(ReassignRefused::Invalid(why)) => {
-                return Err((ResponseError::InvalidReplicaAssignment, why))
-            }
-            Err(ReassignRefused::NoReassignmentInProgress) => {
+    // A single broker's partitions have it as their only replica, and it
+    // is the only live broker: every change is refused.
+    let outcome = change_with_retries(
+        b.cluster.store.as_ref(),
+        &b.cluster.view,
+        topic,
+        p,
+        |snap| {
+            let Some(e) = snap.partition(topic, p) else {
                 return Err((
+                    ResponseError::UnknownTopicOrPartition,
+                    format!("{topic}-{p} does not exist"),
+                ));
+            };
+            match reassign(&e.state, target, &snap.live_broker_ids()) {
+                Ok(next) => Ok(next.map(|n| (e.mod_revision, n))),
+                Err(ReassignRefused::Invalid(why)) => {
+                    Err((ResponseError::InvalidReplicaAssignment, why))
+                }
+                Err(ReassignRefused::NoReassignmentInProgress) => Err((
                     ResponseError::NoReassignmentInProgress,
                     format!("{topic}-{p} is not being reassigned"),
-                ))
+                )),
             }
-        };
-        // A single broker's partitions have it as their only replica, and
-        // it is the only live broker: every change was refused above.
-        let key = partition_key(topic, p);
-        let outcome = b
-            .cluster
-            .store
-            .txn(
-                vec![Compare::ModRevision(key.clone(), e.mod_revision)],
-                vec![Op::put(key, encode(&next))],
-            )
-            .await;
-        match outcome {
-            Ok(o) if o.succeeded => {
-                tracing::info!(topic, partition = p, replicas = ?next.replicas,
-                    adding = ?next.adding_replicas, removing = ?next.removing_replicas,
-                    "partition reassignment written");
-                return Ok(o.revision);
-            }
-            // Changed meanwhile: look again once the view moved on.
-            Ok(_) => {
-                b.cluster
-                    .view
-                    .caught_up_to(snap.revision + 1, Duration::from_secs(1))
-                    .await;
-            }
-            Err(err) => {
-                tracing::warn!(topic, partition = p, error = %err, "reassignment write failed");
-                return Err((
-                    ResponseError::RequestTimedOut,
-                    "the metadata store did not answer".to_string(),
-                ));
-            }
+        },
+    )
+    .await;
+    match outcome {
+        Retried::Written(revision, next) => {
+            tracing::info!(topic, partition = p, replicas = ?next.replicas,
+                adding = ?next.adding_replicas, removing = ?next.removing_replicas,
+                "partition reassignment written");
+            Ok(revision)
         }
+        Retried::Unchanged => Ok(0),
+        Retried::Refused(refusal) => Err(refusal),
+        Retried::StoreFailed(err) => {
+            tracing::warn!(topic, partition = p, error = %err, "reassignment write failed");
+            Err((
+                ResponseError::RequestTimedOut,
+                "the metadata store did not answer".to_string(),
+            ))
+        }
+        Retried::KeptChanging => Err((
+            ResponseError::RequestTimedOut,
+            "the partition kept changing; try again".to_string(),
+        )),
     }
-    Err((
-        ResponseError::RequestTimedOut,
-        "the partition kept changing; try again".to_string(),
-    ))
 }
 
 /// The reassignments under way, of every partition (no topics named) or
