@@ -85,6 +85,18 @@ def read_back(b, topic, expected):
     return got
 
 
+def check_history(got, acked):
+    """The whole history of each partition read back (`read_back`) against
+    what the producer had acknowledged (`Load.acked`): offsets unique and
+    gap-free, no record twice, every acknowledged record there."""
+    for p in range(PARTITIONS):
+        offsets = [o for o, _ in got[p]]
+        assert offsets == list(range(len(offsets))), f"partition {p}: offsets not gap-free"
+        keys = [k for _, k in got[p]]
+        assert len(keys) == len(set(keys)), f"partition {p}: a record was written twice"
+        assert sorted(keys) == sorted(acked[p]), f"partition {p}: acknowledged records missing"
+
+
 def test_a_rolling_restart_under_load_fails_no_request(broker_factory, etcd):
     prefix = kutil.unique("roll")
     bs = {n: start(broker_factory, etcd, prefix, n) for n in (1, 2, 3)}
@@ -120,13 +132,7 @@ def test_a_rolling_restart_under_load_fails_no_request(broker_factory, etcd):
     print(f"rolling restart: {acked} records acknowledged, none failed; SIGTERM to exit per broker "
           f"{ {n: round(s, 1) for n, s in stops.items()} } s")
     assert acked > 1000, acked
-    got = read_back(bs[1], topic, acked)
-    for p in range(PARTITIONS):
-        offsets = [o for o, _ in got[p]]
-        assert offsets == list(range(len(offsets))), f"partition {p}: offsets not gap-free"
-        keys = [k for _, k in got[p]]
-        assert len(keys) == len(set(keys)), f"partition {p}: a record was written twice"
-        assert sorted(keys) == sorted(load.acked[p]), f"partition {p}: acknowledged records missing"
+    check_history(read_back(bs[1], topic, acked), load.acked)
 
     # The last broker restarted leads nothing now: a preferred leader
     # election (ElectLeaders, as kafka-leader-election.sh sends) hands each
