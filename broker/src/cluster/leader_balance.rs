@@ -106,15 +106,9 @@ pub fn start(
             }
             for (topic, p, revision, next) in preferred_elections(&snap, settings.max_imbalance_pct)
             {
-                let txn = write_partition_state(
-                    store.as_ref(),
-                    &topic,
-                    p,
-                    revision,
-                    Some(epoch),
-                    &next,
-                )
-                .await;
+                let txn =
+                    write_partition_state(store.as_ref(), &topic, p, revision, Some(epoch), &next)
+                        .await;
                 match txn {
                     Ok(Some(_)) => tracing::info!(topic = %topic, partition = p,
                         leader = next.leader, leader_epoch = next.leader_epoch,

@@ -83,7 +83,10 @@ pub fn render(c: &Cluster) -> String {
             FOLLOWER_READ_BYTES.load(Ordering::Relaxed)
         );
         let _ = writeln!(out, "# HELP strata_preferred_read_replica_redirects_total Fetch answers in which this leader sent a consumer to a replica in its rack.");
-        let _ = writeln!(out, "# TYPE strata_preferred_read_replica_redirects_total counter");
+        let _ = writeln!(
+            out,
+            "# TYPE strata_preferred_read_replica_redirects_total counter"
+        );
         let _ = writeln!(
             out,
             "strata_preferred_read_replica_redirects_total {}",
@@ -94,8 +97,12 @@ pub fn render(c: &Cluster) -> String {
     let mut led = Vec::new();
     let (mut isr_size, mut shrinks, mut expands, mut lag) = (vec![], vec![], vec![], vec![]);
     let (mut slow, mut ack_p99) = (vec![], vec![]);
-    let window =
-        std::time::Duration::from_millis(c.logs.broker_config().i64("replica.slow.eviction.window.ms").max(1000) as u64);
+    let window = std::time::Duration::from_millis(
+        c.logs
+            .broker_config()
+            .i64("replica.slow.eviction.window.ms")
+            .max(1000) as u64,
+    );
     let (mut under_replicated, mut under_min_isr) = (0usize, 0usize);
     for (topic, parts) in &snap.partitions {
         for (p, e) in parts.iter() {
@@ -119,10 +126,7 @@ pub fn render(c: &Cluster) -> String {
                 expands.push((labels.clone(), x as f64));
                 slow.push((labels.clone(), log.slow_evictions() as f64));
                 for (replica, p99) in log.follower_ack_p99s(window) {
-                    ack_p99.push((
-                        format!("{labels},replica=\"{replica}\""),
-                        p99.as_secs_f64(),
-                    ));
+                    ack_p99.push((format!("{labels},replica=\"{replica}\""), p99.as_secs_f64()));
                 }
                 let end = log.log_end_offset();
                 for (replica, f) in log.follower_progress() {

@@ -33,9 +33,7 @@ pub async fn write_partition_state(
         guards.push(Compare::CreateRevision(CONTROLLER_KEY.to_string(), epoch));
     }
     guards.push(Compare::ModRevision(key.clone(), mod_revision));
-    let outcome = store
-        .txn(guards, vec![Op::put(key, encode(next))])
-        .await?;
+    let outcome = store.txn(guards, vec![Op::put(key, encode(next))]).await?;
     Ok(outcome.succeeded.then_some(outcome.revision))
 }
 

@@ -84,7 +84,8 @@ impl AckLatency {
         if f.samples.len() == MAX_SAMPLES {
             f.samples.pop_front();
         }
-        f.samples.push_back((now, now.saturating_duration_since(at)));
+        f.samples
+            .push_back((now, now.saturating_duration_since(at)));
     }
 
     /// Drops appends every follower in `ends` holds.
@@ -299,7 +300,10 @@ mod tests {
             .slow_followers(&[2, 3, 4], 4, &rule(2), t + Duration::from_secs(2))
             .is_empty());
         let now = t + Duration::from_secs(6);
-        assert_eq!(l.p99(4, Duration::from_secs(10), now), Some(Duration::from_millis(400)));
+        assert_eq!(
+            l.p99(4, Duration::from_secs(10), now),
+            Some(Duration::from_millis(400))
+        );
         let slow = l.slow_followers(&[2, 3, 4], 4, &rule(2), now);
         assert_eq!(slow, vec![(4, Duration::from_millis(400))]);
         // At min.insync.replicas already: durability wins.

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use super::partition_log::{LogError, LogInner, PartitionLog};
 use super::ack_latency::{AckLatency, SlowFollowerRule};
+use super::partition_log::{LogError, LogInner, PartitionLog};
 use super::replica_state::{FollowerProgress, IsrReview, ReplicaState, Role, IN_FLIGHT};
 
 impl PartitionLog {
@@ -233,7 +233,12 @@ impl PartitionLog {
         f.last_fetch = Some(now);
         f.leader_end_at_last_fetch = leader_end;
         // Appends every follower that fetched holds are of no more use.
-        if let Some(min_end) = followers.values().filter(|f| f.end >= 0).map(|f| f.end).min() {
+        if let Some(min_end) = followers
+            .values()
+            .filter(|f| f.end >= 0)
+            .map(|f| f.end)
+            .min()
+        {
             acks.trim(min_end);
         }
         self.advance_high_watermark_locked(&st);

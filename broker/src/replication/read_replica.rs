@@ -170,7 +170,10 @@ mod tests {
             max_fetch_age: Duration::from_secs(1),
         };
         s.followers[0].last_fetch_age = Some(Duration::from_secs(5));
-        assert_eq!(preferred_read_replica(ReplicaSelector::RackAware, &s), Some(3));
+        assert_eq!(
+            preferred_read_replica(ReplicaSelector::RackAware, &s),
+            Some(3)
+        );
         s.followers[1].last_fetch_age = None;
         assert_eq!(preferred_read_replica(ReplicaSelector::RackAware, &s), None);
     }

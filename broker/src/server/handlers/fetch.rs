@@ -163,9 +163,16 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
             };
             let as_follower = log.as_ref().is_some_and(|l| l.following().is_some());
             let preferred = match (&log, cluster_name.as_deref()) {
-                (Some(l), Some(n)) if !as_follower && !client_rack.is_empty() => {
-                    preferred_replica(b, &snap, selector, n, p.partition, l, &client_rack, p.fetch_offset)
-                }
+                (Some(l), Some(n)) if !as_follower && !client_rack.is_empty() => preferred_replica(
+                    b,
+                    &snap,
+                    selector,
+                    n,
+                    p.partition,
+                    l,
+                    &client_rack,
+                    p.fetch_offset,
+                ),
                 _ => None,
             };
             targets.push(Target {
@@ -213,7 +220,12 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
 
 /// The answer of a fetch's last read, counting what was served as a
 /// follower.
-fn finish(names: Vec<(TopicName, Uuid)>, targets: &[Target], read: ReadAll, version: i16) -> Fetched {
+fn finish(
+    names: Vec<(TopicName, Uuid)>,
+    targets: &[Target],
+    read: ReadAll,
+    version: i16,
+) -> Fetched {
     for (t, pd) in targets.iter().zip(&read.partitions) {
         if t.as_follower {
             read_replica::note_follower_read(pd.records.as_ref().map_or(0, |r| r.len()));
@@ -290,7 +302,7 @@ fn preferred_replica(
             // A healthy follower's long poll returns within
             // replica.fetch.wait.max.ms, and it fetches again at once.
             max_fetch_age: Duration::from_millis(
-                b.config.i64("replica.fetch.wait.max.ms").max(0) as u64,
+                b.config.i64("replica.fetch.wait.max.ms").max(0) as u64
             ) * 2
                 + Duration::from_secs(1),
         },
