@@ -26,24 +26,25 @@ VALUE = 1000
 COUNT = 4000  # about 4 MB of records: some 60 segments
 
 
-def start(broker_factory, etcd, bucket, prefix, node):
+def start(broker_factory, etcd, bucket, prefix, node, extra=None):
     settings = dict(SETTINGS)
     settings.update(tu.TIER_SETTINGS)
     settings.update({"replica.lag.time.max.ms": 3000,
                      "offsets.topic.replication.factor": 3,
                      "transaction.state.log.replication.factor": 3})
+    settings.update(extra or {})
     return broker_factory(settings=settings, label=f"{prefix}-b{node}", env=bucket.env,
                           extra_args=["--metadata", etcd.url(prefix), "--node-id", str(node),
                                       "--object-store", bucket.url])
 
 
-def produce(b, topic, start_at, n):
+def produce(b, topic, start_at, n, value_bytes=VALUE):
     errors = []
     # Small batches: segments roll at batch boundaries.
     p = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True, "acks": "all",
                   "linger.ms": 5, "batch.size": 16384, "message.timeout.ms": 60000})
     for i in range(start_at, start_at + n):
-        p.produce(topic, key=b"k-%d" % i, value=(b"v-%d-" % i).ljust(VALUE, b"x"), partition=0,
+        p.produce(topic, key=b"k-%d" % i, value=(b"v-%d-" % i).ljust(value_bytes, b"x"), partition=0,
                   on_delivery=lambda err, m: err and errors.append(err))
     assert p.flush(120) == 0
     assert not errors, errors[:5]

@@ -14,11 +14,13 @@ from __future__ import annotations
 import threading
 import time
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 import kutil
 import tierutil as tu
+from test_cluster_tiering import produce as produce_records
+from test_cluster_tiering import start as tiered_broker
 from test_cluster_membership import SETTINGS, etcd, metric_values, wait_for  # noqa: F401
 from test_replication import _fresh_admins, admin, partitions, store_partition  # noqa: F401
 
@@ -33,26 +35,11 @@ def rack(node):
 
 
 def start(broker_factory, etcd, bucket, prefix, node):
-    settings = dict(SETTINGS)
-    settings.update(tu.TIER_SETTINGS)
-    settings.update({"broker.rack": rack(node),
-                     "replica.lag.time.max.ms": 3000,
-                     "offsets.topic.replication.factor": 3,
-                     "transaction.state.log.replication.factor": 3})
-    return broker_factory(settings=settings, label=f"{prefix}-b{node}", env=bucket.env,
-                          extra_args=["--metadata", etcd.url(prefix), "--node-id", str(node),
-                                      "--object-store", bucket.url])
+    return tiered_broker(broker_factory, etcd, bucket, prefix, node, extra={"broker.rack": rack(node)})
 
 
 def produce(b, topic, start_at, n):
-    errors = []
-    p = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True, "acks": "all",
-                  "linger.ms": 5, "batch.size": 16384, "message.timeout.ms": 60000})
-    for i in range(start_at, start_at + n):
-        p.produce(topic, key=b"k-%d" % i, value=(b"v-%d-" % i).ljust(VALUE, b"x"), partition=0,
-                  on_delivery=lambda err, m: err and errors.append(err))
-    assert p.flush(120) == 0
-    assert not errors, errors[:5]
+    produce_records(b, topic, start_at, n, value_bytes=VALUE)
 
 
 def consumer(b, client_rack):
