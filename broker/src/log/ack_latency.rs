@@ -157,9 +157,12 @@ impl AckLatency {
     }
 
     /// Whether `replica`, if it was taken out for latency, may rejoin:
-    /// a whole window has passed since, and its p99 since then is not
-    /// slow against the in-sync followers `isr`. A follower never taken
-    /// out for latency may.
+    /// at once while the ISR (`isr` and the leader) is below
+    /// `min.insync.replicas` (durability wins, as when evicting); else
+    /// once a whole window has passed since, if its p99 since then is not
+    /// slow against the in-sync followers `isr`, or too few writes came
+    /// to tell (the lag rule has found it caught up). A follower never
+    /// taken out for latency may.
     pub fn may_rejoin(
         &mut self,
         replica: i32,
@@ -170,11 +173,14 @@ impl AckLatency {
         let Some(evicted_at) = self.followers.get(&replica).and_then(|f| f.evicted_at) else {
             return true;
         };
+        if isr.len() + 1 < rule.min_isr {
+            return true;
+        }
         if now.saturating_duration_since(evicted_at) < rule.window {
             return false;
         }
         let Some(own) = self.p99(replica, rule.window, now) else {
-            return false;
+            return true;
         };
         let peers: Vec<Duration> = isr
             .iter()
@@ -224,7 +230,9 @@ fn p99_since(f: &FollowerSamples, from: Instant) -> Option<Duration> {
         return None;
     }
     recent.sort_unstable();
-    let rank = ((recent.len() as f64) * 0.99).ceil() as usize;
+    // The 99th percentile rounded down: with fewer than 100 samples one
+    // stall is not the p99 (a single pause must not evict).
+    let rank = ((recent.len() as f64) * 0.99).floor() as usize;
     Some(recent[rank.saturating_sub(1).min(recent.len() - 1)])
 }
 
@@ -329,6 +337,22 @@ mod tests {
     }
 
     #[test]
+    fn one_stall_among_fewer_than_a_hundred_writes_is_not_the_p99() {
+        let t = Instant::now();
+        let mut l = AckLatency::default();
+        feed(&mut l, t, &[(2, 5), (3, 5)], 50);
+        l.note_append(51, t + Duration::from_millis(600));
+        l.note_fetch(2, 50, 51, t + Duration::from_millis(605));
+        l.note_fetch(3, 50, 51, t + Duration::from_millis(1_000));
+        let now = t + Duration::from_secs(6);
+        assert_eq!(
+            l.p99(3, Duration::from_secs(10), now),
+            Some(Duration::from_millis(5))
+        );
+        assert!(l.slow_followers(&[2, 3], 3, &rule(1), now).is_empty());
+    }
+
+    #[test]
     fn a_slow_follower_rejoins_after_a_healthy_window() {
         let t = Instant::now();
         let mut l = AckLatency::default();
@@ -352,6 +376,14 @@ mod tests {
         // Back in the ISR, it is judged on what it does from now on.
         assert_eq!(l.p99(3, Duration::from_secs(10), now), None);
         assert!(l.slow_followers(&[2, 3], 3, &rule(1), now).is_empty());
+        // Below min.insync.replicas without it: back at once. Idle since
+        // its eviction (no writes to measure): back after the window.
+        let mut idle = AckLatency::default();
+        feed(&mut idle, t, &[(2, 5), (3, 400)], 100);
+        idle.slow_followers(&[2, 3], 3, &rule(2), evicted);
+        assert!(idle.may_rejoin(3, &[], &rule(2), evicted + Duration::from_secs(1)));
+        assert!(!idle.may_rejoin(3, &[2], &rule(2), evicted + Duration::from_secs(1)));
+        assert!(idle.may_rejoin(3, &[2], &rule(2), evicted + Duration::from_secs(10)));
         // Still slow after the window: stays out.
         let mut l = AckLatency::default();
         feed(&mut l, t, &[(2, 5), (3, 400)], 100);
