@@ -25,7 +25,11 @@ fn counter(out: &mut String, name: &str, help: &str, samples: &[(String, f64)]) 
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} counter");
     for (labels, v) in samples {
-        let _ = writeln!(out, "{name}{{{labels}}} {v}");
+        if labels.is_empty() {
+            let _ = writeln!(out, "{name} {v}");
+        } else {
+            let _ = writeln!(out, "{name}{{{labels}}} {v}");
+        }
     }
 }
 
@@ -59,38 +63,32 @@ pub fn render(c: &Cluster) -> String {
     );
     {
         use crate::replication::fetcher::{REPLICATED_BYTES, TIERED_STARTS};
-        use std::sync::atomic::Ordering;
-        let _ = writeln!(out, "# HELP strata_replica_fetched_bytes_total Record bytes this broker appended as a follower.");
-        let _ = writeln!(out, "# TYPE strata_replica_fetched_bytes_total counter");
-        let _ = writeln!(
-            out,
-            "strata_replica_fetched_bytes_total {}",
-            REPLICATED_BYTES.load(Ordering::Relaxed)
-        );
-        let _ = writeln!(out, "# HELP strata_replica_tiered_starts_total Partitions this broker began following at the bucket's end (KIP-1023).");
-        let _ = writeln!(out, "# TYPE strata_replica_tiered_starts_total counter");
-        let _ = writeln!(
-            out,
-            "strata_replica_tiered_starts_total {}",
-            TIERED_STARTS.load(Ordering::Relaxed)
-        );
         use crate::replication::read_replica::{FOLLOWER_READ_BYTES, PREFERRED_REPLICA_REDIRECTS};
-        let _ = writeln!(out, "# HELP strata_follower_read_bytes_total Record bytes this broker served to consumers as a follower (KIP-392: reads kept in the consumer's rack).");
-        let _ = writeln!(out, "# TYPE strata_follower_read_bytes_total counter");
-        let _ = writeln!(
-            out,
-            "strata_follower_read_bytes_total {}",
-            FOLLOWER_READ_BYTES.load(Ordering::Relaxed)
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let total = |c: &AtomicU64| one(c.load(Ordering::Relaxed) as f64);
+        counter(
+            &mut out,
+            "strata_replica_fetched_bytes_total",
+            "Record bytes this broker appended as a follower.",
+            &total(&REPLICATED_BYTES),
         );
-        let _ = writeln!(out, "# HELP strata_preferred_read_replica_redirects_total Fetch answers in which this leader sent a consumer to a replica in its rack.");
-        let _ = writeln!(
-            out,
-            "# TYPE strata_preferred_read_replica_redirects_total counter"
+        counter(
+            &mut out,
+            "strata_replica_tiered_starts_total",
+            "Partitions this broker began following at the bucket's end (KIP-1023).",
+            &total(&TIERED_STARTS),
         );
-        let _ = writeln!(
-            out,
-            "strata_preferred_read_replica_redirects_total {}",
-            PREFERRED_REPLICA_REDIRECTS.load(Ordering::Relaxed)
+        counter(
+            &mut out,
+            "strata_follower_read_bytes_total",
+            "Record bytes this broker served to consumers as a follower (KIP-392: reads kept in the consumer's rack).",
+            &total(&FOLLOWER_READ_BYTES),
+        );
+        counter(
+            &mut out,
+            "strata_preferred_read_replica_redirects_total",
+            "Fetch answers in which this leader sent a consumer to a replica in its rack.",
+            &total(&PREFERRED_REPLICA_REDIRECTS),
         );
     }
     let mut offline = 0usize;

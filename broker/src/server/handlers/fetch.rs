@@ -113,6 +113,21 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
     };
     let selector = ReplicaSelector::from_config(&b.config.value("replica.selector.class"));
     let snap = b.cluster.view.snapshot();
+    // Another replica is looked for only when one may serve the client
+    // better: a cluster, the rack-aware selector, a client in another rack
+    // than this broker's. Then once per request, the brokers that may.
+    let redirects = selector == ReplicaSelector::RackAware
+        && b.cluster.clustered
+        && !client_rack.is_empty()
+        && b.rack().as_deref() != Some(client_rack.as_str());
+    let serving: BTreeSet<i32> = if redirects {
+        snap.live_broker_ids()
+            .difference(&snap.draining_broker_ids())
+            .copied()
+            .collect()
+    } else {
+        BTreeSet::new()
+    };
     let mut names: Vec<(TopicName, Uuid)> = Vec::with_capacity(req.topics.len());
     let mut targets = Vec::new();
     for (ti, t) in req.topics.into_iter().enumerate() {
@@ -163,10 +178,10 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
             };
             let as_follower = log.as_ref().is_some_and(|l| l.following().is_some());
             let preferred = match (&log, cluster_name.as_deref()) {
-                (Some(l), Some(n)) if !as_follower && !client_rack.is_empty() => preferred_replica(
+                (Some(l), Some(n)) if redirects && !as_follower => preferred_replica(
                     b,
                     &snap,
-                    selector,
+                    &serving,
                     n,
                     p.partition,
                     l,
@@ -243,16 +258,13 @@ fn finish(
 fn preferred_replica(
     b: &Broker,
     snap: &ClusterSnapshot,
-    selector: ReplicaSelector,
+    serving: &BTreeSet<i32>,
     topic: &str,
     partition: i32,
     log: &PartitionLog,
     client_rack: &str,
     fetch_offset: i64,
 ) -> Option<i32> {
-    if selector == ReplicaSelector::Leader || !b.cluster.clustered {
-        return None;
-    }
     let entry = snap.partition(topic, partition)?;
     let rack_of = |id: i32| {
         snap.brokers
@@ -279,14 +291,9 @@ fn preferred_replica(
                 .map(|t| t.elapsed()),
         })
         .collect();
-    let serving: BTreeSet<i32> = snap
-        .live_broker_ids()
-        .difference(&snap.draining_broker_ids())
-        .copied()
-        .collect();
     let own_rack = b.rack();
     let chosen = read_replica::preferred_read_replica(
-        selector,
+        ReplicaSelector::RackAware,
         &read_replica::Selection {
             leader: read_replica::ReplicaView {
                 id: b.node_id,
@@ -296,7 +303,7 @@ fn preferred_replica(
             },
             followers,
             isr: &entry.state.isr,
-            serving: &serving,
+            serving,
             client_rack,
             fetch_offset,
             // A healthy follower's long poll returns within
