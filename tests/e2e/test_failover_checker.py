@@ -16,6 +16,9 @@ every ISR before the next round):
 
 CI runs FAILOVER_ROUNDS (4) rounds; `STRATA_FAILOVER_ROUNDS=30` is the
 full-size run (docs/benchmarks.md).
+
+It runs on an ISR topic (Kafka's rule) and on a quorum topic
+(quorum.ack.enable, docs/quorum-acks.md), whose elections it proves.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import statistics
 import threading
 import time
 
+import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
@@ -102,13 +106,16 @@ class Group:
         self.t.join(60)
 
 
-def test_repeated_leader_kills_lose_nothing_and_fail_over_in_seconds(broker_factory, etcd):
+@pytest.mark.parametrize("mode", ["isr", "quorum"])
+def test_repeated_leader_kills_lose_nothing_and_fail_over_in_seconds(broker_factory, etcd, mode):
     prefix = kutil.unique("failover")
     bs = {n: start(broker_factory, etcd, prefix, n) for n in (1, 2, 3)}
     wait_for("three brokers", lambda: len(admin(bs[1]).list_topics(timeout=10).brokers) == 3)
     topic = kutil.unique("checker")
-    admin(bs[1]).create_topics([NewTopic(topic, PARTITIONS, 3, config={"min.insync.replicas": "2"})]
-                               )[topic].result(timeout=30)
+    config = {"min.insync.replicas": "2"}
+    if mode == "quorum":
+        config["quorum.ack.enable"] = "true"
+    admin(bs[1]).create_topics([NewTopic(topic, PARTITIONS, 3, config=config)])[topic].result(timeout=30)
 
     def all_in_sync():
         ps = partitions(bs[1] if bs[1].alive() else bs[2], topic)
@@ -145,7 +152,7 @@ def test_repeated_leader_kills_lose_nothing_and_fail_over_in_seconds(broker_fact
     assert not load.errors, load.errors[:5]
     acked = sum(len(v) for v in load.acked.values())
     dist = sorted(failover_s)
-    print(f"failover checker: {FAILOVER_ROUNDS} leader kills, {acked} records acknowledged; "
+    print(f"failover checker ({mode} acks): {FAILOVER_ROUNDS} leader kills, {acked} records acknowledged; "
           f"kill -9 to the partition's next ack: min {dist[0]:.2f}s median {statistics.median(dist):.2f}s "
           f"max {dist[-1]:.2f}s (all: {[round(s, 2) for s in failover_s]}); "
           f"group commit retries {group.commit_errors}")

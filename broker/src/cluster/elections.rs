@@ -8,22 +8,25 @@
 //! followers leave the ISR while the leader lives.
 //!
 //! The same pass completes reassignments whose target replicas are all in
-//! sync (`reassignment.rs`).
+//! sync (`reassignment.rs`). Quorum topics (`quorum.ack.enable`) change
+//! leaders in two steps instead, a fence and a choice from the replicas'
+//! reports (`quorum.rs`, docs/quorum-acks.md).
 //!
 //! Every change is a transaction guarded by the controller epoch (the
 //! `controller` key's create revision) and the partition key's revision: a
 //! deposed controller, or a change that raced another, writes nothing.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
 use super::controller::Role;
-use super::partition_writes::write_partition_state;
-use super::records::PartitionState;
-use super::store::ClusterStore;
+use super::partition_writes::write_partition_state_and;
+use super::quorum;
+use super::records::{reports_prefix, PartitionState};
+use super::store::{ClusterStore, Op};
 use super::view::{ClusterSnapshot, ClusterView};
 
 /// The state `state` should move to given the live brokers, of which
@@ -99,23 +102,73 @@ pub async fn run_once(
     store: &dyn ClusterStore,
     snap: &ClusterSnapshot,
     epoch: i64,
-    unclean: bool,
+    settings: ElectionSettings,
+    backoff: &mut FenceBackoff,
 ) -> usize {
+    let now = Instant::now();
+    backoff.retain(|_, until| *until > now);
     let live = snap.live_broker_ids();
     let draining = snap.draining_broker_ids();
     let mut written = 0;
     for (topic, parts) in &snap.partitions {
+        let quorum = quorum::is_quorum_topic(snap, topic);
         for (p, entry) in parts.iter() {
-            let (next, why) = match elect(&entry.state, &live, &draining, unclean) {
-                Some(next) => (next, "partition leadership changed"),
-                None => match super::reassignment::complete(&entry.state, &live) {
-                    Some(next) => (next, "partition reassignment completed"),
-                    None => continue,
-                },
+            let mut also = Vec::new();
+            let (next, why) = if quorum {
+                // Leader changes fence first; the fenced partition gets the
+                // leader its replicas' reports prove (docs/quorum-acks.md).
+                let chosen = quorum::choose_leader(
+                    &entry.state,
+                    &quorum::reports_for(snap, topic, *p),
+                    &snap.brokers,
+                    &draining,
+                    quorum::min_insync(snap, topic, settings.min_insync_default),
+                    settings.unclean,
+                );
+                let key = (topic.clone(), *p);
+                if let Some(next) = chosen {
+                    // A move away from a live leader that ended with it
+                    // leading again (its successor lacked acknowledged
+                    // records) is not tried again at once.
+                    if let Some(f) = &entry.state.fencing {
+                        if f.preferred.is_some_and(|p| p != next.leader)
+                            && next.leader == f.previous_leader
+                        {
+                            backoff.insert(key, now + FENCE_BACKOFF);
+                        }
+                    }
+                    also.push(Op::delete_prefix(reports_prefix(topic, *p)));
+                    (
+                        next,
+                        "quorum partition leader chosen from the replicas' reports",
+                    )
+                } else if let Some(next) = elect(&entry.state, &live, &draining, settings.unclean)
+                    .filter(|_| !(live.contains(&entry.state.leader) && backoff.contains_key(&key)))
+                    .and_then(|next| quorum::fence_instead(&entry.state, &next, &snap.brokers))
+                {
+                    (next, "quorum partition fenced for a leader change")
+                } else {
+                    continue;
+                }
+            } else {
+                match elect(&entry.state, &live, &draining, settings.unclean) {
+                    Some(next) => (next, "partition leadership changed"),
+                    None => match super::reassignment::complete(&entry.state, &live) {
+                        Some(next) => (next, "partition reassignment completed"),
+                        None => continue,
+                    },
+                }
             };
-            let txn =
-                write_partition_state(store, topic, *p, entry.mod_revision, Some(epoch), &next)
-                    .await;
+            let txn = write_partition_state_and(
+                store,
+                topic,
+                *p,
+                entry.mod_revision,
+                Some(epoch),
+                &next,
+                also,
+            )
+            .await;
             match txn {
                 Ok(Some(_)) => {
                     written += 1;
@@ -127,7 +180,7 @@ pub async fn run_once(
                 }
                 // Someone else changed it, or this controller was deposed:
                 // the next pass sees the new state.
-                Ok(_) => {}
+                Ok(None) => {}
                 Err(e) => {
                     tracing::warn!(topic = %topic, partition = p, error = %e, "election write failed")
                 }
@@ -135,6 +188,22 @@ pub async fn run_once(
         }
     }
     written
+}
+
+/// Quorum partitions whose live leader is not fenced again before the
+/// instant (its last move failed for want of a caught-up successor).
+pub type FenceBackoff = HashMap<(String, i32), Instant>;
+
+/// How long such a partition is left alone.
+const FENCE_BACKOFF: Duration = Duration::from_secs(10);
+
+/// The controller's election settings, read once at start.
+#[derive(Debug, Clone, Copy)]
+pub struct ElectionSettings {
+    /// `unclean.leader.election.enable`.
+    pub unclean: bool,
+    /// The broker's `min.insync.replicas` (a topic's override wins).
+    pub min_insync_default: i32,
 }
 
 /// What an operator's election (ElectLeaders) wants of a partition.
@@ -233,17 +302,18 @@ pub fn start(
     store: Arc<dyn ClusterStore>,
     view: ClusterView,
     mut role: watch::Receiver<Role>,
-    unclean: bool,
+    settings: ElectionSettings,
     mut shutdown: watch::Receiver<bool>,
 ) {
     tokio::spawn(async move {
         let mut snapshots = view.subscribe();
+        let mut backoff = FenceBackoff::new();
         loop {
             let current = *role.borrow_and_update();
             if let Role::Active { epoch } = current {
                 let snap = snapshots.borrow_and_update().clone();
                 if snap.connected {
-                    run_once(store.as_ref(), &snap, epoch, unclean).await;
+                    run_once(store.as_ref(), &snap, epoch, settings, &mut backoff).await;
                 }
             }
             tokio::select! {
@@ -269,6 +339,7 @@ mod tests {
             partition_epoch: 7,
             adding_replicas: Vec::new(),
             removing_replicas: Vec::new(),
+            fencing: None,
         }
     }
 

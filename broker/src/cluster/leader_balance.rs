@@ -74,6 +74,15 @@ pub fn preferred_elections(
             };
             if let Ok(next) = operator_election(&e.state, &live, &draining, ElectionType::Preferred)
             {
+                // A quorum topic fences first (docs/quorum-acks.md).
+                let next = if super::quorum::is_quorum_topic(snap, topic) {
+                    match super::quorum::fence_instead(&e.state, &next, &snap.brokers) {
+                        Some(fenced) => fenced,
+                        None => continue,
+                    }
+                } else {
+                    next
+                };
                 out.push((topic.to_string(), p, e.mod_revision, next));
             }
         }
@@ -161,6 +170,7 @@ mod tests {
                         partition_epoch: 4,
                         adding_replicas: vec![],
                         removing_replicas: vec![],
+                        fencing: None,
                     },
                     mod_revision: 100 + *p as i64,
                 },

@@ -16,6 +16,7 @@ pub mod membership;
 pub mod metrics;
 pub mod partition_writes;
 pub mod publisher;
+pub mod quorum;
 pub mod reassignment;
 pub mod reconciler;
 pub mod records;
@@ -149,7 +150,10 @@ impl Cluster {
             store.clone(),
             view.clone(),
             role.clone(),
-            logs.broker_config().bool("unclean.leader.election.enable"),
+            elections::ElectionSettings {
+                unclean: logs.broker_config().bool("unclean.leader.election.enable"),
+                min_insync_default: logs.broker_config().i32("min.insync.replicas"),
+            },
             shutdown_for_tasks.clone(),
         );
         let config = logs.broker_config();

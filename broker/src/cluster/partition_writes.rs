@@ -27,13 +27,37 @@ pub async fn write_partition_state(
     controller_epoch: Option<i64>,
     next: &PartitionState,
 ) -> Result<Option<i64>, StoreError> {
+    write_partition_state_and(
+        store,
+        topic,
+        partition,
+        mod_revision,
+        controller_epoch,
+        next,
+        Vec::new(),
+    )
+    .await
+}
+
+/// [`write_partition_state`], with `also` in the same transaction.
+pub async fn write_partition_state_and(
+    store: &dyn ClusterStore,
+    topic: &str,
+    partition: i32,
+    mod_revision: i64,
+    controller_epoch: Option<i64>,
+    next: &PartitionState,
+    also: Vec<Op>,
+) -> Result<Option<i64>, StoreError> {
     let key = partition_key(topic, partition);
     let mut guards = Vec::with_capacity(2);
     if let Some(epoch) = controller_epoch {
         guards.push(Compare::CreateRevision(CONTROLLER_KEY.to_string(), epoch));
     }
     guards.push(Compare::ModRevision(key.clone(), mod_revision));
-    let outcome = store.txn(guards, vec![Op::put(key, encode(next))]).await?;
+    let mut ops = vec![Op::put(key, encode(next))];
+    ops.extend(also);
+    let outcome = store.txn(guards, ops).await?;
     Ok(outcome.succeeded.then_some(outcome.revision))
 }
 

@@ -198,6 +198,7 @@ mod tests {
             partition_epoch: 10,
             adding_replicas: Vec::new(),
             removing_replicas: Vec::new(),
+            fencing: None,
         }
     }
 

@@ -19,6 +19,9 @@ pub const BROKERS_PREFIX: &str = "brokers/";
 pub const TOPICS_PREFIX: &str = "topics/";
 /// Partition state: `partitions/<topic>/<partition>`.
 pub const PARTITIONS_PREFIX: &str = "partitions/";
+/// Quorum topics' election reports: `replica_reports/<topic>/<p>/<node>`
+/// (docs/quorum-acks.md).
+pub const REPORTS_PREFIX: &str = "replica_reports/";
 
 pub fn broker_key(node_id: i32) -> String {
     format!("{BROKERS_PREFIX}{node_id}")
@@ -30,6 +33,23 @@ pub fn topic_key(name: &str) -> String {
 
 pub fn partition_key(topic: &str, partition: i32) -> String {
     format!("{PARTITIONS_PREFIX}{topic}/{partition}")
+}
+
+pub fn report_key(topic: &str, partition: i32, node_id: i32) -> String {
+    format!("{REPORTS_PREFIX}{topic}/{partition}/{node_id}")
+}
+
+/// The prefix of one partition's reports.
+pub fn reports_prefix(topic: &str, partition: i32) -> String {
+    format!("{REPORTS_PREFIX}{topic}/{partition}/")
+}
+
+/// `replica_reports/<topic>/<p>/<node>` → (topic, p, node).
+pub fn parse_report_key(key: &str) -> Option<(&str, i32, i32)> {
+    let rest = key.strip_prefix(REPORTS_PREFIX)?;
+    let (rest, node) = rest.rsplit_once('/')?;
+    let (topic, p) = rest.rsplit_once('/')?;
+    Some((topic, p.parse().ok()?, node.parse().ok()?))
 }
 
 /// `partitions/<topic>/<p>` → (topic, p).
@@ -70,6 +90,61 @@ pub struct PartitionState {
     /// is in the ISR. They are still in `replicas`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub removing_replicas: Vec<i32>,
+    /// A quorum topic's leader change under way (docs/quorum-acks.md):
+    /// no leader at `leader_epoch` while the ISR's live members stop
+    /// following the previous epoch and report their logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fencing: Option<Fencing>,
+}
+
+/// Why and from whom a quorum topic's leadership is being moved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fencing {
+    /// The leader before the change (-1: none).
+    pub previous_leader: i32,
+    /// Its broker epoch when fenced (None: it was not live). Only a report
+    /// of that same process carries the high watermark it acknowledged up
+    /// to; a restarted one's high watermark starts over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_broker_epoch: Option<i64>,
+    /// The replica the change was for (a preferred election, a controlled
+    /// shutdown's successor), chosen if it holds every acknowledged
+    /// record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preferred: Option<i32>,
+}
+
+/// What a replica of a quorum topic holds, reported once it stopped
+/// following the epoch before `leader_epoch` (its log fsynced).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaReport {
+    /// The fencing epoch this report answers.
+    pub leader_epoch: i32,
+    /// The reporting broker's epoch (its registration): a report of an
+    /// earlier process is not counted.
+    pub broker_epoch: i64,
+    /// The leader epoch of the newest batch in its log (-1: none).
+    pub last_epoch: i32,
+    /// Its log end offset (all of it fsynced).
+    pub log_end: i64,
+    /// Its high watermark.
+    pub high_watermark: i64,
+    /// The leader epoch this process last led the partition at (-1: it
+    /// has not led in this process), and where that epoch starts: a
+    /// previous leader whose high watermark reached the start of the
+    /// epoch it led at has it at or past every acknowledged record.
+    #[serde(default = "minus_one")]
+    pub led_epoch: i32,
+    #[serde(default)]
+    pub epoch_start: i64,
+    /// The topic incarnation reported on: a report written as its topic
+    /// was deleted never counts for a namesake.
+    #[serde(default)]
+    pub topic_id: Uuid,
+}
+
+fn minus_one() -> i32 {
+    -1
 }
 
 impl PartitionState {

@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::records::{
     encode, partition_key, topic_key, PartitionState, TopicRecord, PARTITIONS_PREFIX,
+    REPORTS_PREFIX,
 };
 use super::store::{ClusterStore, Compare, Op, Revision, StoreError};
 
@@ -33,6 +34,7 @@ pub fn new_partition(replicas: Vec<i32>) -> PartitionState {
         partition_epoch: 0,
         adding_replicas: Vec::new(),
         removing_replicas: Vec::new(),
+        fencing: None,
     }
 }
 
@@ -214,6 +216,8 @@ pub async fn delete_topic(
             vec![
                 Op::delete(topic_key(name)),
                 Op::delete_prefix(format!("{PARTITIONS_PREFIX}{name}/")),
+                // Quorum election reports: never counted for a namesake.
+                Op::delete_prefix(format!("{REPORTS_PREFIX}{name}/")),
             ],
         )
         .await?;

@@ -13,8 +13,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::records::{
-    decode, parse_partition_key, BrokerRegistration, ControllerRecord, PartitionState, TopicRecord,
-    BROKERS_PREFIX, CONTROLLER_KEY, TOPICS_PREFIX,
+    decode, parse_partition_key, parse_report_key, BrokerRegistration, ControllerRecord,
+    PartitionState, ReplicaReport, TopicRecord, BROKERS_PREFIX, CONTROLLER_KEY, TOPICS_PREFIX,
 };
 use super::store::{ClusterStore, KeyValue, Revision, StoreError, WatchEvent};
 
@@ -60,6 +60,9 @@ pub struct ClusterSnapshot {
     /// Per topic, its partitions' state (a topic's map is shared between
     /// snapshots until one of its partitions changes).
     pub partitions: BTreeMap<String, Arc<BTreeMap<i32, PartitionEntry>>>,
+    /// Quorum topics' election reports, by (topic, partition), then by
+    /// reporting node (docs/quorum-acks.md).
+    pub reports: BTreeMap<(String, i32), BTreeMap<i32, ReplicaReport>>,
     /// False until the first list succeeded, and while the store is out
     /// of reach (the snapshot is then the last one seen).
     pub connected: bool,
@@ -140,6 +143,18 @@ impl ClusterSnapshot {
             }
             return;
         }
+        if let Some((topic, p, node)) = parse_report_key(&kv.key) {
+            match decode::<ReplicaReport>(&kv.key, &kv.value) {
+                Ok(r) => {
+                    self.reports
+                        .entry((topic.to_string(), p))
+                        .or_default()
+                        .insert(node, r);
+                }
+                Err(e) => tracing::warn!(error = %e, "ignored"),
+            }
+            return;
+        }
         if let Some(id) = kv.key.strip_prefix(BROKERS_PREFIX) {
             match decode::<BrokerRegistration>(&kv.key, &kv.value) {
                 Ok(r) if id.parse() == Ok(r.node_id) => {
@@ -179,6 +194,14 @@ impl ClusterSnapshot {
                 Arc::make_mut(map).remove(&p);
                 if map.is_empty() {
                     self.partitions.remove(topic);
+                }
+            }
+        } else if let Some((topic, p, node)) = parse_report_key(key) {
+            let k = (topic.to_string(), p);
+            if let Some(map) = self.reports.get_mut(&k) {
+                map.remove(&node);
+                if map.is_empty() {
+                    self.reports.remove(&k);
                 }
             }
         } else if let Some(id) = key.strip_prefix(BROKERS_PREFIX) {

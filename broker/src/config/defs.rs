@@ -364,6 +364,14 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
         broker_synonym: Some("compression.zstd.level"),
         doc: "The level batches re-encoded as zstd are written with (compression.type=zstd).",
     },
+    ConfigDef {
+        name: "quorum.ack.enable",
+        kind: ConfigType::Boolean,
+        default: "false",
+        validator: Validator::Bool,
+        broker_synonym: None,
+        doc: "Complete acks=all writes once min.insync.replicas replicas (the leader among them) hold them, not the whole ISR, so one slow follower stops setting produce latency; leaders are then elected only among replicas proven to hold every acknowledged record (docs/quorum-acks.md). Set when the topic is created; in a cluster only.",
+    },
 ];
 
 const LONG_MAX: &str = "9223372036854775807";
@@ -852,9 +860,10 @@ mod tests {
     fn synonyms_point_at_matching_topic_settings() {
         for t in TOPIC_CONFIGS {
             let Some(syn) = t.broker_synonym else {
-                assert_eq!(
-                    t.name, "remote.storage.enable",
-                    "only this one has no broker default"
+                assert!(
+                    ["remote.storage.enable", "quorum.ack.enable"].contains(&t.name),
+                    "{} has no broker default",
+                    t.name
                 );
                 continue;
             };

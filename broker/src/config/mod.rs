@@ -210,6 +210,9 @@ pub struct TopicConfig {
     pub max_message_bytes: usize,
     pub message_timestamp_type: TimestampType,
     pub min_insync_replicas: i32,
+    /// `quorum.ack.enable`: acks=all completes at `min_insync_replicas`
+    /// copies rather than the whole ISR (in a cluster; docs/quorum-acks.md).
+    pub quorum_ack: bool,
     pub retention_bytes: i64,
     pub retention_ms: i64,
     pub segment_bytes: u64,
@@ -256,6 +259,7 @@ impl TopicConfig {
                 TimestampType::CreateTime
             },
             min_insync_replicas: num("min.insync.replicas") as i32,
+            quorum_ack: get("quorum.ack.enable").eq_ignore_ascii_case("true"),
             retention_bytes: num("retention.bytes"),
             retention_ms: num("retention.ms"),
             segment_bytes: num("segment.bytes").max(14) as u64,

@@ -211,6 +211,8 @@ impl PartitionLog {
         let cfg = self.config();
         let mut inner = self.lock_open()?;
         self.check_follower_epoch(&inner, epoch)?;
+        // Emptied: counted in a quorum election again once caught up.
+        self.mark_hydrated(false);
         let all: Vec<i64> = inner.segments.keys().copied().collect();
         for base in all {
             if let Some(seg) = inner.segments.remove(&base) {

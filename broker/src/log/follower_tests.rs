@@ -400,3 +400,125 @@ fn the_tail_of_a_sealed_segment_is_copied_from_a_batch_boundary() {
     assert!(copy.index.exists() && copy.time_index.exists());
     assert_eq!(copy.producer_snapshot, sealed[0].producer_snapshot);
 }
+
+/// A leader of a quorum topic (`quorum.ack.enable`, min.insync.replicas=2).
+fn quorum_leader() -> (tempfile::TempDir, Arc<PartitionLog>) {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = BrokerConfig::load(None, &[]).unwrap();
+    let overrides: BTreeMap<String, String> = [
+        ("quorum.ack.enable".to_string(), "true".to_string()),
+        ("min.insync.replicas".to_string(), "2".to_string()),
+    ]
+    .into();
+    let cfg = SharedConfig::new(TopicConfig::resolve(&broker, &overrides));
+    let log = PartitionLog::create(&dir.path().join("q"), "q", 0, cfg).unwrap();
+    (dir, log)
+}
+
+#[test]
+fn a_quorum_leaders_high_watermark_is_the_kth_greatest_end() {
+    let (_d, leader) = quorum_leader();
+    leader.become_leader(1, 1, &[1, 2, 3], 10);
+    append(&leader, &testing::batch(10, 10, 1_000));
+    leader.flush().unwrap();
+    leader.record_follower_fetch(2, 0);
+    leader.record_follower_fetch(3, 0);
+    assert_eq!(leader.high_watermark(), 0);
+    // One follower has it: with the leader, two of three hold it.
+    leader.record_follower_fetch(3, 10);
+    assert_eq!(
+        leader.high_watermark(),
+        10,
+        "follower 2 does not hold it back"
+    );
+    // With the ISR smaller than k, every member must hold it.
+    leader.become_leader(1, 1, &[1], 11);
+    append(&leader, &testing::batch(5, 10, 1_000));
+    leader.flush().unwrap();
+    assert_eq!(leader.high_watermark(), 15);
+}
+
+#[test]
+fn a_quorum_leader_keeps_k_holders_of_the_high_watermark_in_the_isr() {
+    let (_d, leader) = quorum_leader();
+    let live: std::collections::BTreeSet<i32> = [1, 2, 3].into();
+    leader.become_leader(1, 1, &[1, 2, 3], 10);
+    append(&leader, &testing::batch(10, 10, 1_000));
+    leader.flush().unwrap();
+    leader.record_follower_fetch(2, 10);
+    leader.record_follower_fetch(3, 0);
+    assert_eq!(leader.high_watermark(), 10);
+    // Both stop fetching: 3 (lacking the high watermark) may leave, 2
+    // (the only other holder) may not.
+    std::thread::sleep(Duration::from_millis(30));
+    append(&leader, &testing::batch(1, 10, 1_000));
+    let review = leader.isr_review(&[1, 2, 3], &live, Duration::from_millis(20), None);
+    assert_eq!(review.out_of_sync, vec![3]);
+    // In an ISR-mode topic both would go.
+    let (_d2, isr_leader, _f) = two_logs(&[]);
+    isr_leader.become_leader(1, 1, &[1, 2, 3], 10);
+    append(&isr_leader, &testing::batch(10, 10, 1_000));
+    isr_leader.flush().unwrap();
+    isr_leader.record_follower_fetch(2, 10);
+    isr_leader.record_follower_fetch(3, 0);
+    std::thread::sleep(Duration::from_millis(30));
+    append(&isr_leader, &testing::batch(1, 10, 1_000));
+    let review = isr_leader.isr_review(&[1, 2, 3], &live, Duration::from_millis(20), None);
+    assert_eq!(review.out_of_sync, vec![2, 3]);
+}
+
+#[test]
+fn a_quorum_high_watermark_never_passes_the_leaders_own_fsynced_end() {
+    let (_d, leader) = quorum_leader();
+    leader.become_leader(1, 1, &[1, 2, 3], 10);
+    append(&leader, &testing::batch(10, 10, 1_000));
+    leader.record_follower_fetch(2, 10);
+    leader.record_follower_fetch(3, 10);
+    assert_eq!(leader.high_watermark(), 0, "the leader has not fsynced it");
+    leader.flush().unwrap();
+    assert_eq!(leader.high_watermark(), 10);
+}
+
+#[test]
+fn a_quorum_removal_under_way_already_bounds_the_high_watermark() {
+    let (_d, leader) = quorum_leader();
+    let live: std::collections::BTreeSet<i32> = [1, 2, 3].into();
+    leader.become_leader(1, 1, &[1, 2, 3], 10);
+    append(&leader, &testing::batch(10, 10, 1_000));
+    leader.flush().unwrap();
+    leader.record_follower_fetch(2, 10);
+    leader.record_follower_fetch(3, 0);
+    std::thread::sleep(Duration::from_millis(30));
+    append(&leader, &testing::batch(1, 10, 1_000));
+    let review = leader.isr_review(&[1, 2, 3], &live, Duration::from_millis(20), None);
+    assert_eq!(review.out_of_sync, vec![3]);
+    // While the removal is written, 3 catches up and 2 stalls: what only
+    // the leader and 3 hold is not acknowledged (the ISR may become
+    // {1, 2}).
+    leader.flush().unwrap();
+    leader.record_follower_fetch(3, 11);
+    assert_eq!(leader.high_watermark(), 10);
+    // The removal failed: 3 counts again.
+    leader.isr_removal_failed(3);
+    leader.record_follower_fetch(3, 11);
+    assert_eq!(leader.high_watermark(), 11);
+}
+
+#[test]
+fn a_log_created_empty_is_hydrated_only_once_caught_up() {
+    let (_d, leader, follower) = two_logs(&[]);
+    assert!(!follower.hydrated(), "created empty");
+    follower.become_follower(2, 1, 1);
+    leader.become_leader(1, 1, &[1, 2], 10);
+    assert!(leader.hydrated(), "a leader holds what it acknowledged");
+    // A high watermark it reaches without a batch of the leader's epoch
+    // proves nothing (a restarted leader's starts at its log start).
+    follower.set_leader_high_watermark(0, 1);
+    assert!(!follower.hydrated());
+    append(&leader, &testing::batch(10, 10, 1_000));
+    follower.set_leader_high_watermark(10, 1);
+    assert!(!follower.hydrated(), "behind the leader's high watermark");
+    copy_all(&leader, &follower, 1);
+    follower.set_leader_high_watermark(10, 1);
+    assert!(follower.hydrated());
+}

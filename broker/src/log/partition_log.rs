@@ -271,6 +271,8 @@ impl PartitionLog {
             Some(start_offset),
             false,
         )?;
+        // Empty: it holds nothing it acknowledged before.
+        log.mark_hydrated(false);
         fsync_dir(&dir)?;
         fsync_dir(data_dir)?;
         Ok(log)
@@ -403,9 +405,12 @@ impl PartitionLog {
         let log_start = log_start_checkpoint.unwrap_or(first).clamp(first, leo);
         let producers = super::producer_state::rebuild_producer_state(&dir, &mut segments, leo)?;
         let epochs = super::leader_epoch::open_for_log(&dir, log_start, leo);
-        Ok(Self::from_parts(
+        let log = Self::from_parts(
             topic, partition, dir, config, segments, log_start, leo, producers, epochs,
-        ))
+        );
+        // Opened from disk: it holds what this replica had.
+        log.mark_hydrated(true);
+        Ok(log)
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -69,6 +69,14 @@ pub(super) enum Role {
         followers: HashMap<i32, FollowerProgress>,
         /// Each follower's fetch-to-ack latency (the slow-follower rule).
         acks: AckLatency,
+        /// A quorum topic's k (`min.insync.replicas`): the high watermark
+        /// is the k-th greatest end in the ISR, not the least
+        /// (docs/quorum-acks.md). None: Kafka's rule.
+        quorum: Option<usize>,
+        /// A quorum topic's ISR removals not yet seen in the store
+        /// (written at this revision, `IN_FLIGHT` while under way): the
+        /// high watermark counts the ISR without them already.
+        removing: BTreeMap<i32, i64>,
     },
     /// This broker copies `leader`'s log at `epoch` (leader -1: not known
     /// yet, e.g. at start in a cluster).
@@ -92,6 +100,14 @@ pub(super) struct ReplicaState {
     pub(super) isr_expands: u64,
     /// Of the shrinks, followers taken out for their ack latency.
     pub(super) slow_evictions: u64,
+    /// The cluster leader epoch this process last led the partition at,
+    /// with that epoch's start offset (a quorum topic's report).
+    pub(super) led: Option<(i32, i64)>,
+    /// The log holds what this replica acknowledged before: it was opened
+    /// from disk, has led, or caught up with a leader in this process. A
+    /// log created empty (a new replica, a replaced disk) is not, and
+    /// reports nothing for a quorum election until it is.
+    pub(super) hydrated: bool,
 }
 
 impl ReplicaState {
@@ -104,12 +120,16 @@ impl ReplicaState {
                 pending: BTreeMap::new(),
                 followers: HashMap::new(),
                 acks: AckLatency::default(),
+                quorum: None,
+                removing: BTreeMap::new(),
             },
             me: -1,
             durable_end,
             isr_shrinks: 0,
             isr_expands: 0,
             slow_evictions: 0,
+            led: None,
+            hydrated: false,
         }
     }
 
@@ -121,19 +141,49 @@ impl ReplicaState {
                 isr,
                 pending,
                 followers,
+                quorum,
+                removing,
                 ..
             } => {
-                let mut hw = self.durable_end;
-                for id in isr.iter().chain(pending.keys()) {
-                    // An in-sync follower that has not fetched since this
-                    // broker took over holds the high watermark where it is.
-                    let end = followers
+                // An in-sync follower that has not fetched since this
+                // broker took over holds the high watermark where it is.
+                let end_of = |id: &i32| {
+                    followers
                         .get(id)
                         .filter(|f| f.end >= 0)
-                        .map_or(current, |f| f.end);
-                    hw = hw.min(end);
+                        .map_or(current, |f| f.end)
+                };
+                match quorum {
+                    // The k-th greatest end (this leader's among them, and
+                    // never past it: it is one of the k, so a restart of
+                    // it loses nothing acknowledged), over every ISR the
+                    // store may end up with while changes are under way
+                    // (with or without the removals, with or without the
+                    // additions), taking the least.
+                    Some(k) => {
+                        let base: Vec<i32> = isr.iter().copied().collect();
+                        let mut least = self.durable_end;
+                        for with_removals in [false, true] {
+                            for with_additions in [false, true] {
+                                let mut ends: Vec<i64> = base
+                                    .iter()
+                                    .filter(|id| !(with_removals && removing.contains_key(id)))
+                                    .chain(pending.keys().filter(|_| with_additions))
+                                    .map(end_of)
+                                    .collect();
+                                ends.push(self.durable_end);
+                                ends.sort_unstable_by(|a, b| b.cmp(a));
+                                least = least.min(ends[(*k).clamp(1, ends.len()) - 1]);
+                            }
+                        }
+                        least
+                    }
+                    None => isr
+                        .iter()
+                        .chain(pending.keys())
+                        .map(end_of)
+                        .fold(self.durable_end, i64::min),
                 }
-                hw
             }
             Role::Follower {
                 leader_high_watermark,

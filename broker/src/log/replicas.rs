@@ -40,8 +40,17 @@ impl PartitionLog {
                 }
             }
         }
+        let cfg = self.config();
+        let quorum = cfg
+            .quorum_ack
+            .then(|| cfg.min_insync_replicas.max(1) as usize);
+        let epoch_start = self.epoch_start_offset();
         let mut st = self.replicas();
         st.me = me;
+        st.hydrated = true;
+        if epoch >= 0 {
+            st.led = Some((epoch, epoch_start));
+        }
         let others: BTreeSet<i32> = isr.iter().copied().filter(|id| *id != me).collect();
         let new_leadership = match st.role {
             Role::Leader { epoch: led_at, .. } => led_at != epoch,
@@ -59,11 +68,23 @@ impl PartitionLog {
                 pending: BTreeMap::new(),
                 followers,
                 acks: AckLatency::default(),
+                quorum,
+                removing: BTreeMap::new(),
             };
-        } else if let Role::Leader { isr, pending, .. } = &mut st.role {
+        } else if let Role::Leader {
+            isr,
+            pending,
+            quorum: q,
+            removing,
+            ..
+        } = &mut st.role
+        {
+            *q = quorum;
             // A pending addition is settled once the store shows it, or
             // shows a state at least as new as its write (then without it).
             pending.retain(|id, written| !others.contains(id) && *written > revision);
+            // A removal likewise, once the store no longer shows it.
+            removing.retain(|id, written| others.contains(id) && *written > revision);
             *isr = others;
         }
         self.advance_high_watermark_locked(&st);
@@ -201,6 +222,13 @@ impl PartitionLog {
     /// `min.insync.replicas` check); 0 on a follower.
     pub fn in_sync_replicas(&self) -> usize {
         match &self.replicas().role {
+            // A quorum topic's removals under way count as done.
+            Role::Leader {
+                isr,
+                removing,
+                quorum: Some(_),
+                ..
+            } => isr.iter().filter(|id| !removing.contains_key(id)).count() + 1,
             Role::Leader { isr, .. } => isr.len() + 1,
             Role::Follower { .. } => 0,
         }
@@ -314,6 +342,8 @@ impl PartitionLog {
             pending,
             followers,
             acks,
+            quorum,
+            removing,
             ..
         } = &mut st.role
         else {
@@ -339,6 +369,38 @@ impl PartitionLog {
             review
                 .out_of_sync
                 .extend(review.slow.iter().map(|(id, _)| *id));
+        }
+        if let Some(k) = *quorum {
+            // A quorum topic keeps k ISR members (this leader among them)
+            // holding the high watermark: an election that hears from
+            // n - k + 1 of them then finds every acknowledged record
+            // (docs/quorum-acks.md). A follower that lacks it may leave.
+            // Removals under way count as done; the high watermark already
+            // leaves them out until the store settles them.
+            let holds = |id: &i32| followers.get(id).is_some_and(|f| f.end >= hw);
+            let mut remaining: Vec<i32> = isr
+                .iter()
+                .copied()
+                .filter(|id| !removing.contains_key(id))
+                .collect();
+            let mut leaving = Vec::new();
+            for id in std::mem::take(&mut review.out_of_sync) {
+                if removing.contains_key(&id) {
+                    continue;
+                }
+                let after: Vec<i32> = remaining.iter().copied().filter(|x| *x != id).collect();
+                let holders_after = 1 + after.iter().filter(|x| holds(x)).count();
+                if !holds(&id) || holders_after >= k.min(after.len() + 1) {
+                    remaining = after;
+                    removing.insert(id, IN_FLIGHT);
+                    leaving.push(id);
+                } else {
+                    acks.rejoined(id);
+                }
+            }
+            review.out_of_sync = leaving;
+            let leaving = &review.out_of_sync;
+            review.slow.retain(|(id, _)| leaving.contains(id));
         }
         let in_sync_now: Vec<i32> = isr.iter().copied().collect();
         for id in replicas {
@@ -366,6 +428,42 @@ impl PartitionLog {
                 *r = revision;
             }
         }
+    }
+
+    /// A quorum topic's ISR change removing `id` was written at store
+    /// `revision`: it stays left out until a view that new is applied.
+    pub fn isr_removal_written(&self, id: i32, revision: i64) {
+        if let Role::Leader { removing, .. } = &mut self.replicas().role {
+            if let Some(r) = removing.get_mut(&id) {
+                *r = revision;
+            }
+        }
+    }
+
+    /// The ISR change removing `id` was not written: it counts again.
+    pub fn isr_removal_failed(&self, id: i32) {
+        let mut st = self.replicas();
+        if let Role::Leader { removing, .. } = &mut st.role {
+            removing.remove(&id);
+        }
+        self.advance_high_watermark_locked(&st);
+    }
+
+    /// The cluster leader epoch this process last led at, with its start
+    /// offset (None if it has not led in this process).
+    pub fn led_epoch(&self) -> Option<(i32, i64)> {
+        self.replicas().led
+    }
+
+    /// The log holds what this replica acknowledged before (see
+    /// `ReplicaState::hydrated`).
+    pub fn hydrated(&self) -> bool {
+        self.replicas().hydrated
+    }
+
+    /// The log was opened from disk: it holds what it held.
+    pub(super) fn mark_hydrated(&self, hydrated: bool) {
+        self.replicas().hydrated = hydrated;
     }
 
     /// The ISR change adding `id` was not written: the store's ISR rules.
@@ -403,7 +501,20 @@ impl PartitionLog {
     /// A follower learnt the high watermark of the leader of `epoch`
     /// (ignored once it follows another leadership).
     pub fn set_leader_high_watermark(&self, hw: i64, epoch: i32) {
+        // Before the replication state's lock (lock order: epochs first).
+        let copied_this_epoch = self.latest_epoch_in_log() == Some(epoch);
         let mut st = self.replicas();
+        // Caught up with a leader once, holding a batch of its epoch: the
+        // log now holds everything before that epoch began and what the
+        // leader acknowledged since (a high watermark alone can be far
+        // below what was acknowledged, e.g. a restarted leader's), so a
+        // replica created empty reports from here on.
+        if copied_this_epoch
+            && st.durable_end >= hw
+            && matches!(st.role, Role::Follower { epoch: e, .. } if e == epoch)
+        {
+            st.hydrated = true;
+        }
         if let Role::Follower {
             leader_high_watermark,
             epoch: e,

@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::fetcher::{FetcherSettings, ReplicaFetcher};
-use super::isr::{alter_isr, bump_leader_epoch};
+use super::isr::{alter_isr, bump_leader_epoch, report_log};
 use super::tiered_start::TieredEndSource;
 use crate::cluster::store::ClusterStore;
 use crate::cluster::view::{ClusterSnapshot, ClusterView, PartitionEntry};
@@ -98,9 +98,10 @@ pub fn start(
             applied.borrow_and_update();
             let snap = m.view.snapshot();
             if snap.connected {
-                let restarted = m.apply_roles(&snap);
+                let (restarted, fenced) = m.apply_roles(&snap);
                 m.logs.note_roles_applied();
                 m.bump_epochs(restarted).await;
+                m.report_fenced(fenced, &snap).await;
                 m.review_isrs(&snap).await;
             }
             tokio::select! {
@@ -143,8 +144,20 @@ impl ReplicaManager {
     /// registered, while their logs hold records: the leadership is the
     /// previous incarnation's, and this one leads only at a new epoch
     /// (the bump makes the state newer than the registration).
-    fn apply_roles(&mut self, snap: &ClusterSnapshot) -> Vec<(String, i32, PartitionEntry)> {
+    ///
+    /// Also returns the fenced partitions of quorum topics this broker is
+    /// an in-sync replica of: it follows no one at the fencing epoch now,
+    /// and reports its log (docs/quorum-acks.md).
+    #[allow(clippy::type_complexity)]
+    fn apply_roles(
+        &mut self,
+        snap: &ClusterSnapshot,
+    ) -> (
+        Vec<(String, i32, PartitionEntry)>,
+        Vec<(String, i32, i32, Arc<PartitionLog>)>,
+    ) {
         let mut restarted = Vec::new();
+        let mut fenced = Vec::new();
         let mut wanted: BTreeMap<i32, BTreeMap<(String, i32), (Arc<PartitionLog>, i32)>> =
             BTreeMap::new();
         // This process's registration: a leadership written before it was
@@ -168,6 +181,9 @@ impl ReplicaManager {
                 log.become_leader(self.me, s.leader_epoch, &s.isr, snap.revision);
             } else {
                 log.become_follower(self.me, s.leader_epoch, s.leader);
+                if s.leader < 0 && s.fencing.is_some() && s.isr.contains(&self.me) {
+                    fenced.push((topic.to_string(), p, s.leader_epoch, log.clone()));
+                }
                 if s.leader >= 0 {
                     wanted
                         .entry(s.leader)
@@ -194,7 +210,57 @@ impl ReplicaManager {
             });
             f.set_partitions(parts);
         }
-        restarted
+        (restarted, fenced)
+    }
+
+    /// Reports, for each fenced quorum partition, what this replica's log
+    /// holds, fsynced first; once per fencing epoch and process (the
+    /// controller counts a report only with the reporter's broker epoch).
+    async fn report_fenced(
+        &self,
+        fenced: Vec<(String, i32, i32, Arc<PartitionLog>)>,
+        snap: &ClusterSnapshot,
+    ) {
+        let Some(broker_epoch) = snap.brokers.get(&self.me).map(|b| b.broker_epoch) else {
+            return;
+        };
+        for (topic, p, epoch, log) in fenced {
+            // A log created empty here (a new replica, a replaced disk)
+            // holds nothing it acknowledged: it must not count toward the
+            // n - k + 1 reports until it caught up once.
+            if !log.hydrated() {
+                continue;
+            }
+            let reported = snap
+                .reports
+                .get(&(topic.clone(), p))
+                .and_then(|r| r.get(&self.me))
+                .is_some_and(|r| r.leader_epoch == epoch && r.broker_epoch == broker_epoch);
+            if reported {
+                continue;
+            }
+            let Some(topic_id) = snap.topic(&topic).map(|t| t.record.id) else {
+                continue;
+            };
+            match report_log(
+                self.store.as_ref(),
+                &topic,
+                p,
+                self.me,
+                epoch,
+                broker_epoch,
+                topic_id,
+                log,
+            )
+            .await
+            {
+                Ok(report) => tracing::info!(topic = %topic, partition = p, leader_epoch = epoch,
+                    last_epoch = report.last_epoch, log_end = report.log_end,
+                    high_watermark = report.high_watermark, "reported the log for a quorum election"),
+                Err(e) => tracing::warn!(topic = %topic, partition = p, error = %e,
+                    "cannot report the log for a quorum election; retrying"),
+            }
+        }
     }
 
     /// Bumps the leader epoch of each partition a restarted leader takes
@@ -271,6 +337,9 @@ impl ReplicaManager {
                     for id in &review.caught_up {
                         log.isr_addition_written(*id, revision);
                     }
+                    for id in &review.out_of_sync {
+                        log.isr_removal_written(*id, revision);
+                    }
                 }
                 outcome => {
                     if let Err(e) = outcome {
@@ -278,6 +347,9 @@ impl ReplicaManager {
                     }
                     for id in &review.caught_up {
                         log.isr_addition_failed(*id);
+                    }
+                    for id in &review.out_of_sync {
+                        log.isr_removal_failed(*id);
                     }
                 }
             }

@@ -14,6 +14,7 @@ use uuid::Uuid;
 use super::handlers::blocking;
 use super::Broker;
 use crate::cluster::assignment::{assign, Candidate};
+use crate::cluster::quorum::QUORUM_ACK;
 use crate::cluster::topics as store_topics;
 use crate::config::{self, TopicConfig};
 use crate::log_manager::{validate_topic_name, TopicError};
@@ -144,10 +145,18 @@ pub async fn create_topic(
                 .map_err(|e| TopicError::InvalidReplicationFactor(e.to_string()))?
         }
     };
+    let mut configs = configs;
     config::validate_overrides(&configs).map_err(TopicError::InvalidConfig)?;
     TopicConfig::resolve(&b.config, &configs)
         .check_consistency()
         .map_err(TopicError::InvalidConfig)?;
+    // A quorum topic's k is its own from creation: every broker and the
+    // controller read one value, and it never changes (docs/quorum-acks.md).
+    if is_quorum(&configs) {
+        configs
+            .entry("min.insync.replicas".to_string())
+            .or_insert_with(|| b.config.value("min.insync.replicas"));
+    }
     if b.cluster.view.snapshot().topic(name).is_some() {
         return Err(TopicError::AlreadyExists(name.to_string()));
     }
@@ -304,6 +313,22 @@ pub async fn set_topic_configs(
     let entry = snap
         .topic(name)
         .ok_or_else(|| TopicError::UnknownTopic(name.to_string()))?;
+    // Turning the quorum acknowledgement off would leave acknowledged
+    // records on fewer replicas than an ISR election assumes; turning it
+    // on under way is not built: it is the topic's from its creation, and
+    // so is its k (a larger one would shrink the reports an election
+    // needs below what proves a leader).
+    if is_quorum(&entry.record.configs) != is_quorum(&overrides) {
+        return Err(TopicError::InvalidConfig(format!(
+            "{QUORUM_ACK} is set when a topic is created and cannot be changed (topic {name})"
+        )));
+    }
+    let min_isr = |c: &BTreeMap<String, String>| c.get("min.insync.replicas").cloned();
+    if is_quorum(&overrides) && min_isr(&entry.record.configs) != min_isr(&overrides) {
+        return Err(TopicError::InvalidConfig(format!(
+            "min.insync.replicas of a topic with {QUORUM_ACK}=true is set when it is created and cannot be changed (topic {name})"
+        )));
+    }
     if validate_only {
         return Ok(());
     }
@@ -321,4 +346,11 @@ pub async fn set_topic_configs(
     })?;
     b.cluster.applied(revision).await;
     Ok(())
+}
+
+/// The topic configs ask for the quorum acknowledgement.
+fn is_quorum(configs: &BTreeMap<String, String>) -> bool {
+    configs
+        .get(QUORUM_ACK)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }

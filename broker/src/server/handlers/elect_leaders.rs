@@ -15,6 +15,7 @@ use kafka_protocol::ResponseError;
 use super::s;
 use crate::cluster::elections::{operator_election, ElectionRefused, ElectionType};
 use crate::cluster::partition_writes::{change_with_retries, Retried};
+use crate::cluster::quorum;
 use crate::server::Broker;
 
 type Refusal = (ResponseError, Option<&'static str>);
@@ -88,7 +89,27 @@ async fn elect_one(b: &Broker, topic: &str, p: i32, kind: ElectionType) -> Resul
             };
             let live = snap.live_broker_ids();
             let draining = snap.draining_broker_ids();
+            if quorum::is_quorum_topic(snap, topic) && e.state.leader < 0 {
+                // A fenced quorum partition: its leader comes from the
+                // replicas' reports; unclean takes a live replica without
+                // that proof (docs/quorum-acks.md).
+                if kind != ElectionType::Unclean {
+                    return Err((ResponseError::PreferredLeaderNotAvailable,
+                        Some("the partition has no leader yet: its replicas are reporting their logs")));
+                }
+                let reports = quorum::reports_for(snap, topic, p);
+                let default = b.config.i32("min.insync.replicas");
+                return match quorum::choose_leader(&e.state, &reports, &snap.brokers, &draining,
+                    quorum::min_insync(snap, topic, default), true)
+                {
+                    Some(next) => Ok(Some((e.mod_revision, next))),
+                    None => Err((ResponseError::EligibleLeadersNotAvailable, Some("no live replica"))),
+                };
+            }
             match operator_election(&e.state, &live, &draining, kind) {
+                Ok(next) if quorum::is_quorum_topic(snap, topic) => {
+                    Ok(quorum::fence_instead(&e.state, &next, &snap.brokers).map(|f| (e.mod_revision, f)))
+                }
                 Ok(next) => Ok(Some((e.mod_revision, next))),
                 Err(ElectionRefused::NotNeeded) => Err((ResponseError::ElectionNotNeeded, None)),
                 Err(ElectionRefused::PreferredNotAvailable) => Err((

@@ -83,6 +83,12 @@ async fn reassign_one(
                     format!("{topic}-{p} does not exist"),
                 ));
             };
+            if crate::cluster::quorum::is_quorum_topic(snap, topic) {
+                return Err((
+                    ResponseError::InvalidReplicaAssignment,
+                    format!("{topic} acknowledges at a quorum (quorum.ack.enable): reassigning its partitions is not supported yet"),
+                ));
+            }
             match reassign(&e.state, target, &snap.live_broker_ids()) {
                 Ok(next) => Ok(next.map(|n| (e.mod_revision, n))),
                 Err(ReassignRefused::Invalid(why)) => {
