@@ -17,7 +17,7 @@
 //! deposed controller, or a change that raced another, writes nothing.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -103,10 +103,9 @@ pub async fn run_once(
     snap: &ClusterSnapshot,
     epoch: i64,
     settings: ElectionSettings,
-    backoff: &mut FenceBackoff,
+    backoff: &FenceBackoff,
 ) -> usize {
     let now = Instant::now();
-    backoff.retain(|_, until| *until > now);
     let live = snap.live_broker_ids();
     let draining = snap.draining_broker_ids();
     let mut written = 0;
@@ -123,9 +122,12 @@ pub async fn run_once(
                     &snap.brokers,
                     &draining,
                     quorum::min_insync(snap, topic, settings.min_insync_default),
-                    settings.unclean,
+                    if settings.unclean {
+                        quorum::Unclean::OnceNoProofCanCome
+                    } else {
+                        quorum::Unclean::Never
+                    },
                 );
-                let key = (topic.clone(), *p);
                 if let Some(next) = chosen {
                     // A move away from a live leader that ended with it
                     // leading again (its successor lacked acknowledged
@@ -134,7 +136,7 @@ pub async fn run_once(
                         if f.preferred.is_some_and(|p| p != next.leader)
                             && next.leader == f.previous_leader
                         {
-                            backoff.insert(key, now + FENCE_BACKOFF);
+                            backoff.hold(topic, *p, now);
                         }
                     }
                     also.push(Op::delete_prefix(reports_prefix(topic, *p)));
@@ -143,7 +145,9 @@ pub async fn run_once(
                         "quorum partition leader chosen from the replicas' reports",
                     )
                 } else if let Some(next) = elect(&entry.state, &live, &draining, settings.unclean)
-                    .filter(|_| !(live.contains(&entry.state.leader) && backoff.contains_key(&key)))
+                    .filter(|_| {
+                        !(live.contains(&entry.state.leader) && backoff.holds(topic, *p, now))
+                    })
                     .and_then(|next| quorum::fence_instead(&entry.state, &next, &snap.brokers))
                 {
                     (next, "quorum partition fenced for a leader change")
@@ -190,9 +194,31 @@ pub async fn run_once(
     written
 }
 
-/// Quorum partitions whose live leader is not fenced again before the
-/// instant (its last move failed for want of a caught-up successor).
-pub type FenceBackoff = HashMap<(String, i32), Instant>;
+/// Quorum partitions whose live leader is not fenced again before an
+/// instant: its last move failed for want of a caught-up successor. One
+/// per controller process, shared by the elections and the leader balance
+/// (an operator's ElectLeaders fences once per request).
+#[derive(Clone, Default)]
+pub struct FenceBackoff(Arc<Mutex<HashMap<(String, i32), Instant>>>);
+
+impl FenceBackoff {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<(String, i32), Instant>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Leaves `topic`-`partition`'s live leader alone for a while.
+    pub fn hold(&self, topic: &str, partition: i32, now: Instant) {
+        self.map()
+            .insert((topic.to_string(), partition), now + FENCE_BACKOFF);
+    }
+
+    /// Whether `topic`-`partition`'s live leader is left alone at `now`.
+    pub fn holds(&self, topic: &str, partition: i32, now: Instant) -> bool {
+        let mut m = self.map();
+        m.retain(|_, until| *until > now);
+        m.contains_key(&(topic.to_string(), partition))
+    }
+}
 
 /// How long such a partition is left alone.
 const FENCE_BACKOFF: Duration = Duration::from_secs(10);
@@ -303,17 +329,17 @@ pub fn start(
     view: ClusterView,
     mut role: watch::Receiver<Role>,
     settings: ElectionSettings,
+    backoff: FenceBackoff,
     mut shutdown: watch::Receiver<bool>,
 ) {
     tokio::spawn(async move {
         let mut snapshots = view.subscribe();
-        let mut backoff = FenceBackoff::new();
         loop {
             let current = *role.borrow_and_update();
             if let Role::Active { epoch } = current {
                 let snap = snapshots.borrow_and_update().clone();
                 if snap.connected {
-                    run_once(store.as_ref(), &snap, epoch, settings, &mut backoff).await;
+                    run_once(store.as_ref(), &snap, epoch, settings, &backoff).await;
                 }
             }
             tokio::select! {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::controller::Role;
-use super::elections::{operator_election, ElectionType};
+use super::elections::{operator_election, ElectionType, FenceBackoff};
 use super::partition_writes::write_partition_state;
 use super::records::PartitionState;
 use super::store::ClusterStore;
@@ -97,6 +97,7 @@ pub fn start(
     view: ClusterView,
     mut role: watch::Receiver<Role>,
     settings: BalanceSettings,
+    backoff: FenceBackoff,
     mut shutdown: watch::Receiver<bool>,
 ) {
     tokio::spawn(async move {
@@ -113,8 +114,15 @@ pub fn start(
             if !snap.connected {
                 continue;
             }
+            let now = std::time::Instant::now();
             for (topic, p, revision, next) in preferred_elections(&snap, settings.max_imbalance_pct)
             {
+                // A quorum partition whose last move found its preferred
+                // replica short of acknowledged records is left alone a
+                // while, or each check would fence it again.
+                if next.fencing.is_some() && backoff.holds(&topic, p, now) {
+                    continue;
+                }
                 let txn =
                     write_partition_state(store.as_ref(), &topic, p, revision, Some(epoch), &next)
                         .await;

@@ -146,6 +146,7 @@ impl Cluster {
             }),
         )
         .await;
+        let fence_backoff = elections::FenceBackoff::default();
         elections::start(
             store.clone(),
             view.clone(),
@@ -154,6 +155,7 @@ impl Cluster {
                 unclean: logs.broker_config().bool("unclean.leader.election.enable"),
                 min_insync_default: logs.broker_config().i32("min.insync.replicas"),
             },
+            fence_backoff.clone(),
             shutdown_for_tasks.clone(),
         );
         let config = logs.broker_config();
@@ -168,6 +170,7 @@ impl Cluster {
                     ),
                     max_imbalance_pct: config.i32("leader.imbalance.per.broker.percentage"),
                 },
+                fence_backoff,
                 shutdown_for_tasks.clone(),
             );
         }

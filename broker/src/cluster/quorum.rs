@@ -89,8 +89,23 @@ pub fn fence_instead(
     Some(fenced)
 }
 
+/// When a fenced quorum partition may take a leader without proof that it
+/// holds every acknowledged record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unclean {
+    /// Never (`unclean.leader.election.enable=false`).
+    Never,
+    /// Once no proof can come: too few live in-sync replicas that have
+    /// not abstained (`unclean.leader.election.enable=true`).
+    OnceNoProofCanCome,
+    /// At once, if no proof is there yet (an operator's UNCLEAN
+    /// ElectLeaders).
+    Now,
+}
+
 /// The reports that count for `state`'s fencing: at its epoch, from ISR
 /// members that are live in the same incarnation that reported.
+/// Abstentions included (callers split them).
 fn valid_reports<'a>(
     state: &PartitionState,
     reports: &'a BTreeMap<i32, ReplicaReport>,
@@ -111,21 +126,29 @@ fn valid_reports<'a>(
 
 /// The leader a fenced quorum partition gets now, as its new state (same
 /// epoch, ISR kept, fencing cleared); None while the reports do not yet
-/// prove any candidate holds every acknowledged record. `unclean`
-/// (`unclean.leader.election.enable`) takes any live replica once no
-/// in-sync one can qualify.
+/// prove any candidate holds every acknowledged record. `unclean` says
+/// when a live replica may lead without that proof.
 pub fn choose_leader(
     state: &PartitionState,
     reports: &BTreeMap<i32, ReplicaReport>,
     live: &BTreeMap<i32, LiveBroker>,
     draining: &BTreeSet<i32>,
     min_insync: i32,
-    unclean: bool,
+    unclean: Unclean,
 ) -> Option<PartitionState> {
     if state.leader >= 0 {
         return None;
     }
-    let valid = valid_reports(state, reports, live);
+    let all = valid_reports(state, reports, live);
+    // A replica whose log was created empty and has not caught up since
+    // abstains: it proves nothing, and no proof will come from it.
+    let abstained: BTreeSet<i32> = all
+        .iter()
+        .filter(|(_, r)| r.abstains)
+        .map(|(id, _)| *id)
+        .collect();
+    let valid: BTreeMap<i32, &ReplicaReport> =
+        all.into_iter().filter(|(_, r)| !r.abstains).collect();
     let fencing = state.fencing.clone().unwrap_or(Fencing {
         previous_leader: -1,
         previous_broker_epoch: None,
@@ -186,15 +209,33 @@ pub fn choose_leader(
     next.partition_epoch = state.partition_epoch + 1;
     match chosen {
         Some(leader) => next.leader = leader,
-        // Availability over durability, as ISR topics, but only once no
-        // proof can come: fewer live ISR members than reports needed.
-        None if unclean && state.isr.iter().filter(|id| live.contains_key(id)).count() < needed => {
+        // Availability over durability, as ISR topics: when an operator
+        // asks, or once no proof can come (fewer live ISR members that did
+        // not abstain than reports needed). The greatest log reported is
+        // taken first, to lose as little as possible.
+        None if unclean == Unclean::Now
+            || (unclean == Unclean::OnceNoProofCanCome
+                && state
+                    .isr
+                    .iter()
+                    .filter(|id| live.contains_key(id) && !abstained.contains(id))
+                    .count()
+                    < needed) =>
+        {
             let candidate = |id: &i32| live.contains_key(id) && !state.adding_replicas.contains(id);
-            let leader = state
-                .replicas
+            let best_reported = valid
                 .iter()
-                .copied()
-                .find(|id| candidate(id) && staying(id))
+                .filter(|(id, _)| candidate(id))
+                .max_by_key(|(id, r)| (r.last_epoch, r.log_end, staying(id)))
+                .map(|(id, _)| *id);
+            let leader = best_reported
+                .or_else(|| {
+                    state
+                        .replicas
+                        .iter()
+                        .copied()
+                        .find(|id| candidate(id) && staying(id) && !abstained.contains(id))
+                })
                 .or_else(|| state.replicas.iter().copied().find(|id| candidate(id)))?;
             next.leader = leader;
             next.isr = vec![leader];
@@ -255,6 +296,7 @@ mod tests {
                 led_epoch: -1,
                 epoch_start: 0,
                 topic_id: uuid::Uuid::nil(),
+                abstains: false,
             },
         )
     }
@@ -302,13 +344,28 @@ mod tests {
         let one: BTreeMap<_, _> = [report(2, 5, 4, 90, 80)].into_iter().collect();
         // k = 2 of n = 3: two reports needed.
         assert_eq!(
-            choose_leader(&s, &one, &live(&[2, 3]), &BTreeSet::new(), 2, false),
+            choose_leader(
+                &s,
+                &one,
+                &live(&[2, 3]),
+                &BTreeSet::new(),
+                2,
+                Unclean::Never
+            ),
             None
         );
         let two: BTreeMap<_, _> = [report(2, 5, 4, 90, 80), report(3, 5, 4, 100, 80)]
             .into_iter()
             .collect();
-        let next = choose_leader(&s, &two, &live(&[2, 3]), &BTreeSet::new(), 2, false).unwrap();
+        let next = choose_leader(
+            &s,
+            &two,
+            &live(&[2, 3]),
+            &BTreeSet::new(),
+            2,
+            Unclean::Never,
+        )
+        .unwrap();
         assert_eq!(
             (next.leader, next.leader_epoch, next.isr.clone()),
             (3, 5, vec![1, 2, 3])
@@ -320,11 +377,18 @@ mod tests {
             .into_iter()
             .collect();
         assert_eq!(
-            choose_leader(&s, &stale, &live(&[2, 3]), &BTreeSet::new(), 2, false),
+            choose_leader(
+                &s,
+                &stale,
+                &live(&[2, 3]),
+                &BTreeSet::new(),
+                2,
+                Unclean::Never
+            ),
             None
         );
         assert_eq!(
-            choose_leader(&s, &two, &live(&[3]), &BTreeSet::new(), 2, false),
+            choose_leader(&s, &two, &live(&[3]), &BTreeSet::new(), 2, Unclean::Never),
             None
         );
         // A later epoch beats a longer log.
@@ -332,8 +396,15 @@ mod tests {
             .into_iter()
             .collect();
         assert_eq!(
-            choose_leader(&s, &epochs, &live(&[2, 3]), &BTreeSet::new(), 2, false)
-                .map(|n| n.leader),
+            choose_leader(
+                &s,
+                &epochs,
+                &live(&[2, 3]),
+                &BTreeSet::new(),
+                2,
+                Unclean::Never
+            )
+            .map(|n| n.leader),
             Some(2)
         );
     }
@@ -353,7 +424,7 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let next = choose_leader(&s, &r, &live(&[1, 2, 3]), &draining, 2, false).unwrap();
+        let next = choose_leader(&s, &r, &live(&[1, 2, 3]), &draining, 2, Unclean::Never).unwrap();
         assert_eq!(next.leader, 2);
         // Elected at 4 but fenced before it led (its high watermark is a
         // follower's), or its high watermark short of its epoch's start:
@@ -363,7 +434,8 @@ mod tests {
             led(report(1, 5, 4, 120, 40), 4, 50),
         ] {
             let r: BTreeMap<_, _> = [prev, report(2, 5, 4, 100, 95)].into_iter().collect();
-            let next = choose_leader(&s, &r, &live(&[1, 2, 3]), &draining, 2, false).unwrap();
+            let next =
+                choose_leader(&s, &r, &live(&[1, 2, 3]), &draining, 2, Unclean::Never).unwrap();
             assert_eq!(next.leader, 1, "2 may lack what 1 acknowledged");
         }
         // 2 lacks acknowledged records: the old leader keeps leading
@@ -374,7 +446,7 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let next = choose_leader(&s, &r, &live(&[1, 2, 3]), &draining, 2, false).unwrap();
+        let next = choose_leader(&s, &r, &live(&[1, 2, 3]), &draining, 2, Unclean::Never).unwrap();
         assert_eq!(next.leader, 1);
         // Restarted since it was fenced, its high watermark proves
         // nothing: two reports of three, the greatest log.
@@ -383,7 +455,7 @@ mod tests {
         let mut r2 = r.clone();
         r2.get_mut(&1).unwrap().broker_epoch = 900;
         r2.get_mut(&1).unwrap().high_watermark = 0;
-        let next = choose_leader(&s, &r2, &restarted, &draining, 2, false).unwrap();
+        let next = choose_leader(&s, &r2, &restarted, &draining, 2, Unclean::Never).unwrap();
         assert_eq!(next.leader, 1, "the longest log, not 2 which lacks records");
     }
 
@@ -397,16 +469,94 @@ mod tests {
         });
         let r: BTreeMap<_, _> = [report(3, 5, 4, 100, 80)].into_iter().collect();
         assert_eq!(
-            choose_leader(&s, &r, &live(&[3]), &BTreeSet::new(), 2, false),
+            choose_leader(&s, &r, &live(&[3]), &BTreeSet::new(), 2, Unclean::Never),
             None
         );
-        let next = choose_leader(&s, &r, &live(&[3]), &BTreeSet::new(), 2, true).unwrap();
+        let next = choose_leader(
+            &s,
+            &r,
+            &live(&[3]),
+            &BTreeSet::new(),
+            2,
+            Unclean::OnceNoProofCanCome,
+        )
+        .unwrap();
         assert_eq!((next.leader, next.isr.clone()), (3, vec![3]));
         // While enough in-sync replicas live to prove a leader, unclean
         // waits for their reports.
         assert_eq!(
-            choose_leader(&s, &r, &live(&[2, 3]), &BTreeSet::new(), 2, true),
+            choose_leader(
+                &s,
+                &r,
+                &live(&[2, 3]),
+                &BTreeSet::new(),
+                2,
+                Unclean::OnceNoProofCanCome
+            ),
             None
         );
+    }
+
+    #[test]
+    fn abstentions_prove_nothing_and_let_an_unclean_election_fire() {
+        let mut s = state(-1, 5, &[1, 2, 3]);
+        s.fencing = Some(Fencing {
+            previous_leader: 1,
+            previous_broker_epoch: None,
+            preferred: None,
+        });
+        let mut empty = report(2, 5, -1, 0, 0);
+        empty.1.abstains = true;
+        let r: BTreeMap<_, _> = [empty.clone(), report(3, 5, 4, 100, 80)]
+            .into_iter()
+            .collect();
+        // Two reports, one an abstention: no proof (k = 2 of n = 3).
+        assert_eq!(
+            choose_leader(&s, &r, &live(&[2, 3]), &BTreeSet::new(), 2, Unclean::Never),
+            None
+        );
+        // 2 abstained: only 3 can still prove, fewer than two reports, so
+        // unclean fires now and takes the greatest reported log.
+        let next = choose_leader(
+            &s,
+            &r,
+            &live(&[2, 3]),
+            &BTreeSet::new(),
+            2,
+            Unclean::OnceNoProofCanCome,
+        )
+        .unwrap();
+        assert_eq!((next.leader, next.isr.clone()), (3, vec![3]));
+        // An operator's unclean election does not wait for reports.
+        let none = BTreeMap::new();
+        let next =
+            choose_leader(&s, &none, &live(&[2, 3]), &BTreeSet::new(), 2, Unclean::Now).unwrap();
+        assert_eq!(next.leader, 2);
+        assert_eq!(
+            choose_leader(
+                &s,
+                &none,
+                &live(&[2, 3]),
+                &BTreeSet::new(),
+                2,
+                Unclean::OnceNoProofCanCome
+            ),
+            None,
+            "2 and 3 may still report"
+        );
+        // A clean choice is taken first, even when unclean is allowed.
+        let clean: BTreeMap<_, _> = [report(2, 5, 4, 90, 80), report(3, 5, 4, 100, 80)]
+            .into_iter()
+            .collect();
+        let next = choose_leader(
+            &s,
+            &clean,
+            &live(&[2, 3]),
+            &BTreeSet::new(),
+            2,
+            Unclean::Now,
+        )
+        .unwrap();
+        assert_eq!((next.leader, next.isr.clone()), (3, vec![1, 2, 3]));
     }
 }

@@ -141,6 +141,11 @@ pub struct ReplicaReport {
     /// was deleted never counts for a namesake.
     #[serde(default)]
     pub topic_id: Uuid,
+    /// The log was created empty and has not caught up since (a new
+    /// replica, a replaced disk): it proves nothing, and says so, so an
+    /// unclean election need not wait for it.
+    #[serde(default)]
+    pub abstains: bool,
 }
 
 fn minus_one() -> i32 {

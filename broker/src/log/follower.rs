@@ -212,7 +212,7 @@ impl PartitionLog {
         let mut inner = self.lock_open()?;
         self.check_follower_epoch(&inner, epoch)?;
         // Emptied: counted in a quorum election again once caught up.
-        self.mark_hydrated(false);
+        self.mark_unhydrated()?;
         let all: Vec<i64> = inner.segments.keys().copied().collect();
         for base in all {
             if let Some(seg) = inner.segments.remove(&base) {

@@ -522,3 +522,42 @@ fn a_log_created_empty_is_hydrated_only_once_caught_up() {
     follower.set_leader_high_watermark(10, 1);
     assert!(follower.hydrated());
 }
+
+/// Closes `log` and opens its directory again, as a restart does.
+fn reopen(log: &Arc<PartitionLog>) -> Arc<PartitionLog> {
+    log.flush().unwrap();
+    log.close().unwrap();
+    let dir = log.dir().parent().unwrap().to_path_buf();
+    PartitionLog::open(&dir, "t", 0, config(&[]), None, None, false).unwrap()
+}
+
+#[test]
+fn an_unhydrated_log_stays_so_across_a_restart_until_it_caught_up() {
+    let (_d, leader, follower) = two_logs(&[]);
+    leader.become_leader(1, 1, &[1, 2], 10);
+    assert!(reopen(&leader).hydrated(), "a log that led");
+    let follower = reopen(&follower);
+    assert!(!follower.hydrated(), "created empty, restarted before catching up");
+    follower.become_follower(2, 1, 1);
+    // Nothing returned past its end by the leader of another epoch: no
+    // proof. By the leader of its epoch, with all of it fsynced: caught up.
+    follower.caught_up_with_leader(0);
+    assert!(!follower.hydrated());
+    follower.caught_up_with_leader(1);
+    assert!(follower.hydrated());
+    assert!(reopen(&follower).hydrated(), "the marker is gone");
+}
+
+#[test]
+fn a_follower_emptied_for_the_buckets_end_is_unhydrated_across_a_restart() {
+    let (_d, leader, follower) = two_logs(&[]);
+    leader.become_leader(1, 1, &[1, 2], 10);
+    follower.become_follower(2, 1, 1);
+    append(&leader, &testing::batch(10, 10, 1_000));
+    copy_all(&leader, &follower, 1);
+    follower.set_leader_high_watermark(10, 1);
+    assert!(follower.hydrated());
+    follower.truncate_fully_and_start_at(40, 1).unwrap();
+    assert!(!follower.hydrated());
+    assert!(!reopen(&follower).hydrated());
+}

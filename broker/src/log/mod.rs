@@ -15,6 +15,7 @@ pub mod epochs;
 pub mod file_pool;
 pub mod follower;
 pub mod group_commit;
+pub mod hydration;
 pub mod index;
 pub mod leader_epoch;
 pub mod offset_map;

@@ -213,13 +213,16 @@ impl PartitionLog {
     ) -> Result<Arc<Self>, LogError> {
         let dir = data_dir.join(partition_dir_name(topic, partition));
         fs::create_dir_all(&dir)?;
+        // Empty: it holds nothing this replica may have acknowledged
+        // before (`hydration.rs`), until it leads or catches up.
+        fs::write(dir.join(super::hydration::UNHYDRATED_MARKER), b"")?;
         let seg = LogSegment::create(&dir, 0, settings(&config.get()))?;
         fsync_dir(&dir)?;
         fsync_dir(data_dir)?;
         let mut segments = BTreeMap::new();
         segments.insert(0, seg);
         let epochs = super::leader_epoch::open_for_log(&dir, 0, 0);
-        Ok(Self::from_parts(
+        let log = Self::from_parts(
             topic,
             partition,
             dir,
@@ -229,7 +232,9 @@ impl PartitionLog {
             0,
             ProducerStateManager::default(),
             epochs,
-        ))
+        );
+        log.load_hydration();
+        Ok(log)
     }
 
     /// Creates an empty partition whose first offset is `start_offset`, with
@@ -246,6 +251,8 @@ impl PartitionLog {
     ) -> Result<Arc<Self>, LogError> {
         let dir = data_dir.join(partition_dir_name(topic, partition));
         fs::create_dir_all(&dir)?;
+        // Empty: it holds nothing it acknowledged before (`hydration.rs`).
+        fs::write(dir.join(super::hydration::UNHYDRATED_MARKER), b"")?;
         if let (Some(epoch), true) = (leader_epoch, start_offset > 0) {
             // Before the log opens, which takes its epoch from the cache;
             // at the last tiered offset, as a replica started at the
@@ -271,8 +278,6 @@ impl PartitionLog {
             Some(start_offset),
             false,
         )?;
-        // Empty: it holds nothing it acknowledged before.
-        log.mark_hydrated(false);
         fsync_dir(&dir)?;
         fsync_dir(data_dir)?;
         Ok(log)
@@ -408,8 +413,9 @@ impl PartitionLog {
         let log = Self::from_parts(
             topic, partition, dir, config, segments, log_start, leo, producers, epochs,
         );
-        // Opened from disk: it holds what this replica had.
-        log.mark_hydrated(true);
+        // Opened from disk: it holds what it held, unless it was created
+        // or emptied since it last caught up (`hydration.rs`).
+        log.load_hydration();
         Ok(log)
     }
 

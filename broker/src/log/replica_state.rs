@@ -108,6 +108,8 @@ pub(super) struct ReplicaState {
     /// log created empty (a new replica, a replaced disk) is not, and
     /// reports nothing for a quorum election until it is.
     pub(super) hydrated: bool,
+    /// The unhydrated marker is on disk (`hydration.rs`).
+    pub(super) unhydrated_marker: bool,
 }
 
 impl ReplicaState {
@@ -130,6 +132,7 @@ impl ReplicaState {
             slow_evictions: 0,
             led: None,
             hydrated: false,
+            unhydrated_marker: false,
         }
     }
 

@@ -18,7 +18,7 @@ use super::partition_log::{LogError, LogInner, PartitionLog};
 use super::replica_state::{FollowerProgress, IsrReview, ReplicaState, Role, IN_FLIGHT};
 
 impl PartitionLog {
-    fn replicas(&self) -> MutexGuard<'_, ReplicaState> {
+    pub(super) fn replicas(&self) -> MutexGuard<'_, ReplicaState> {
         self.replica_state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -48,6 +48,7 @@ impl PartitionLog {
         let mut st = self.replicas();
         st.me = me;
         st.hydrated = true;
+        let settle = st.unhydrated_marker;
         if epoch >= 0 {
             st.led = Some((epoch, epoch_start));
         }
@@ -90,6 +91,9 @@ impl PartitionLog {
         self.advance_high_watermark_locked(&st);
         drop(st);
         drop(inner);
+        if settle {
+            self.settle_hydration_marker();
+        }
     }
 
     /// Follows `leader` at `epoch`: appends now come only from
@@ -455,17 +459,6 @@ impl PartitionLog {
         self.replicas().led
     }
 
-    /// The log holds what this replica acknowledged before (see
-    /// `ReplicaState::hydrated`).
-    pub fn hydrated(&self) -> bool {
-        self.replicas().hydrated
-    }
-
-    /// The log was opened from disk: it holds what it held.
-    pub(super) fn mark_hydrated(&self, hydrated: bool) {
-        self.replicas().hydrated = hydrated;
-    }
-
     /// The ISR change adding `id` was not written: the store's ISR rules.
     pub fn isr_addition_failed(&self, id: i32) {
         let mut st = self.replicas();
@@ -509,11 +502,13 @@ impl PartitionLog {
         // leader acknowledged since (a high watermark alone can be far
         // below what was acknowledged, e.g. a restarted leader's), so a
         // replica created empty reports from here on.
+        let mut settle = false;
         if copied_this_epoch
             && st.durable_end >= hw
             && matches!(st.role, Role::Follower { epoch: e, .. } if e == epoch)
         {
             st.hydrated = true;
+            settle = st.unhydrated_marker;
         }
         if let Role::Follower {
             leader_high_watermark,
@@ -526,6 +521,10 @@ impl PartitionLog {
             }
         }
         self.advance_high_watermark_locked(&st);
+        drop(st);
+        if settle {
+            self.settle_hydration_marker();
+        }
     }
 
     /// Wakes on every append (replica fetches wait for the log end, not

@@ -422,6 +422,15 @@ impl FetcherTask {
             }
             return Ok(());
         }
+        // The leader fills a response until it is full and returns a
+        // partition empty only at its log end, or when earlier partitions
+        // filled the response: a response with no records at all says that
+        // every partition without an error is at the leader's log end.
+        let nothing_returned = resp.responses.iter().all(|t| {
+            t.partitions
+                .iter()
+                .all(|r| r.records.as_ref().is_none_or(|b| b.is_empty()))
+        });
         for t in resp.responses {
             for r in t.partitions {
                 let key = (t.topic.0.to_string(), r.partition_index);
@@ -452,6 +461,9 @@ impl FetcherTask {
                             log.flush()?;
                             appended?;
                             log.set_leader_high_watermark(hw, epoch);
+                            if nothing_returned {
+                                log.caught_up_with_leader(epoch);
+                            }
                             Ok::<(), crate::log::LogError>(())
                         })
                         .await;

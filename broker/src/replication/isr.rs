@@ -9,10 +9,11 @@
 //!
 //! It writes the store; of a log it only fsyncs one to report it.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::cluster::partition_writes::write_partition_state;
-use crate::cluster::records::{encode, report_key, PartitionState, ReplicaReport};
+use crate::cluster::records::{encode, report_key, Fencing, PartitionState, ReplicaReport};
 use crate::cluster::store::{ClusterStore, Op, StoreError};
 use crate::cluster::view::PartitionEntry;
 use crate::log::PartitionLog;
@@ -60,6 +61,62 @@ pub async fn bump_leader_epoch(
         .is_some())
 }
 
+/// What a leader whose log is not hydrated (a replaced disk, a log
+/// created since it was named leader) hands its partition to, at the next
+/// epoch, instead of leading without what it acknowledged: on a quorum
+/// topic a fence without it (its report abstains, the controller chooses
+/// from the others' reports); otherwise the first live in-sync peer (it
+/// holds every acknowledged record: the high watermark was the minimum
+/// over the ISR), and this broker leaves the ISR. None: no live in-sync
+/// peer, so it leads with what it has (what the bucket holds).
+pub fn step_down_state(
+    state: &PartitionState,
+    me: i32,
+    quorum: bool,
+    live: &BTreeSet<i32>,
+    draining: &BTreeSet<i32>,
+) -> Option<PartitionState> {
+    if state.leader != me {
+        return None;
+    }
+    let mut next = state.clone();
+    next.leader_epoch = state.leader_epoch + 1;
+    if quorum {
+        next.leader = -1;
+        next.fencing = Some(Fencing {
+            previous_leader: me,
+            previous_broker_epoch: None,
+            preferred: None,
+        });
+        return Some(next);
+    }
+    let peer = |staying: bool| {
+        state.replicas.iter().copied().find(|id| {
+            *id != me
+                && state.isr.contains(id)
+                && live.contains(id)
+                && (!staying || !draining.contains(id))
+        })
+    };
+    next.leader = peer(true).or_else(|| peer(false))?;
+    next.isr.retain(|id| *id != me);
+    Some(next)
+}
+
+/// Writes [`step_down_state`] if the key still holds `current`. Ok(true)
+/// when written.
+pub async fn step_down(
+    store: &dyn ClusterStore,
+    topic: &str,
+    partition: i32,
+    current: &PartitionEntry,
+    next: PartitionState,
+) -> Result<bool, StoreError> {
+    Ok(write_if_unchanged(store, topic, partition, current, next)
+        .await?
+        .is_some())
+}
+
 /// A fenced quorum partition's replica (following no one at `epoch`, so
 /// its log no longer changes) fsyncs its log and reports what it holds
 /// for the controller's choice (docs/quorum-acks.md).
@@ -89,6 +146,7 @@ pub async fn report_log(
         led_epoch: led.map_or(-1, |(e, _)| e),
         epoch_start: led.map_or(0, |(_, s)| s),
         topic_id,
+        abstains: !log.hydrated(),
     };
     store
         .txn(
@@ -111,4 +169,59 @@ async fn write_if_unchanged(
 ) -> Result<Option<i64>, StoreError> {
     next.partition_epoch = current.state.partition_epoch + 1;
     write_partition_state(store, topic, partition, current.mod_revision, None, &next).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(leader: i32, isr: &[i32]) -> PartitionState {
+        PartitionState {
+            replicas: vec![1, 2, 3],
+            leader,
+            leader_epoch: 4,
+            isr: isr.to_vec(),
+            partition_epoch: 9,
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
+            fencing: None,
+        }
+    }
+
+    fn set(ids: &[i32]) -> BTreeSet<i32> {
+        ids.iter().copied().collect()
+    }
+
+    #[test]
+    fn a_leader_without_its_log_hands_over_to_an_in_sync_peer_or_fences() {
+        let s = state(1, &[1, 2, 3]);
+        let next = step_down_state(&s, 1, false, &set(&[1, 2, 3]), &set(&[2])).unwrap();
+        assert_eq!(
+            (next.leader, next.leader_epoch, next.isr),
+            (3, 5, vec![2, 3])
+        );
+        let next = step_down_state(&s, 1, false, &set(&[1, 2]), &set(&[2])).unwrap();
+        assert_eq!(next.leader, 2, "a draining peer rather than none");
+        assert_eq!(
+            step_down_state(&state(1, &[1]), 1, false, &set(&[1, 2]), &set(&[])),
+            None
+        );
+        assert_eq!(
+            step_down_state(&s, 2, false, &set(&[1, 2, 3]), &set(&[])),
+            None
+        );
+        let fenced = step_down_state(&s, 1, true, &set(&[1, 2, 3]), &set(&[])).unwrap();
+        assert_eq!(
+            (fenced.leader, fenced.leader_epoch, fenced.isr),
+            (-1, 5, vec![1, 2, 3])
+        );
+        assert_eq!(
+            fenced.fencing,
+            Some(Fencing {
+                previous_leader: 1,
+                previous_broker_epoch: None,
+                preferred: None
+            })
+        );
+    }
 }

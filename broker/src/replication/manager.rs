@@ -17,8 +17,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::fetcher::{FetcherSettings, ReplicaFetcher};
-use super::isr::{alter_isr, bump_leader_epoch, report_log};
+use super::isr::{alter_isr, bump_leader_epoch, report_log, step_down, step_down_state};
 use super::tiered_start::TieredEndSource;
+use crate::cluster::records::PartitionState;
 use crate::cluster::store::ClusterStore;
 use crate::cluster::view::{ClusterSnapshot, ClusterView, PartitionEntry};
 use crate::config::BrokerConfig;
@@ -98,9 +99,10 @@ pub fn start(
             applied.borrow_and_update();
             let snap = m.view.snapshot();
             if snap.connected {
-                let (restarted, fenced) = m.apply_roles(&snap);
+                let (restarted, fenced, stepping_down) = m.apply_roles(&snap);
                 m.logs.note_roles_applied();
                 m.bump_epochs(restarted).await;
+                m.step_down(stepping_down).await;
                 m.report_fenced(fenced, &snap).await;
                 m.review_isrs(&snap).await;
             }
@@ -148,6 +150,10 @@ impl ReplicaManager {
     /// Also returns the fenced partitions of quorum topics this broker is
     /// an in-sync replica of: it follows no one at the fencing epoch now,
     /// and reports its log (docs/quorum-acks.md).
+    ///
+    /// And the partitions it is still named leader of from before this
+    /// process while its log is not hydrated, with the state it hands them
+    /// over in.
     #[allow(clippy::type_complexity)]
     fn apply_roles(
         &mut self,
@@ -155,8 +161,10 @@ impl ReplicaManager {
     ) -> (
         Vec<(String, i32, PartitionEntry)>,
         Vec<(String, i32, i32, Arc<PartitionLog>)>,
+        Vec<(String, i32, PartitionEntry, PartitionState)>,
     ) {
         let mut restarted = Vec::new();
+        let mut stepping_down = Vec::new();
         let mut fenced = Vec::new();
         let mut wanted: BTreeMap<i32, BTreeMap<(String, i32), (Arc<PartitionLog>, i32)>> =
             BTreeMap::new();
@@ -170,6 +178,23 @@ impl ReplicaManager {
                 match registered_at {
                     // Not in the view yet: wait.
                     None => continue,
+                    // Its log lost what it acknowledged (hydration.rs):
+                    // another replica leads, or a quorum election runs.
+                    Some(at) if e.mod_revision < at && !log.hydrated() => {
+                        let quorum = crate::cluster::quorum::is_quorum_topic(snap, topic);
+                        let live = snap.live_broker_ids();
+                        let draining = snap.draining_broker_ids();
+                        if let Some(next) = step_down_state(s, self.me, quorum, &live, &draining) {
+                            stepping_down.push((topic.to_string(), p, e.clone(), next));
+                            continue;
+                        }
+                        tracing::warn!(topic = %topic, partition = p,
+                            "leading with a log that lost what it acknowledged: no live in-sync replica holds more");
+                        if holds_records {
+                            restarted.push((topic.to_string(), p, e.clone()));
+                            continue;
+                        }
+                    }
                     Some(at) if holds_records && e.mod_revision < at => {
                         restarted.push((topic.to_string(), p, e.clone()));
                         continue;
@@ -210,7 +235,7 @@ impl ReplicaManager {
             });
             f.set_partitions(parts);
         }
-        (restarted, fenced)
+        (restarted, fenced, stepping_down)
     }
 
     /// Reports, for each fenced quorum partition, what this replica's log
@@ -225,12 +250,6 @@ impl ReplicaManager {
             return;
         };
         for (topic, p, epoch, log) in fenced {
-            // A log created empty here (a new replica, a replaced disk)
-            // holds nothing it acknowledged: it must not count toward the
-            // n - k + 1 reports until it caught up once.
-            if !log.hydrated() {
-                continue;
-            }
             let reported = snap
                 .reports
                 .get(&(topic.clone(), p))
@@ -255,10 +274,25 @@ impl ReplicaManager {
             .await
             {
                 Ok(report) => tracing::info!(topic = %topic, partition = p, leader_epoch = epoch,
-                    last_epoch = report.last_epoch, log_end = report.log_end,
+                    last_epoch = report.last_epoch, log_end = report.log_end, abstains = report.abstains,
                     high_watermark = report.high_watermark, "reported the log for a quorum election"),
                 Err(e) => tracing::warn!(topic = %topic, partition = p, error = %e,
                     "cannot report the log for a quorum election; retrying"),
+            }
+        }
+    }
+
+    /// Hands over each partition this broker is still named leader of
+    /// while its log lost what it acknowledged (`isr::step_down_state`).
+    async fn step_down(&self, stepping_down: Vec<(String, i32, PartitionEntry, PartitionState)>) {
+        for (topic, p, entry, next) in stepping_down {
+            match step_down(self.store.as_ref(), &topic, p, &entry, next.clone()).await {
+                Ok(true) => tracing::warn!(topic = %topic, partition = p, leader = next.leader,
+                    leader_epoch = next.leader_epoch,
+                    "restarted without the log it led with: handed the leadership over"),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(topic = %topic, partition = p, error = %e,
+                    "cannot hand over the leadership; retrying"),
             }
         }
     }

@@ -100,7 +100,7 @@ async fn elect_one(b: &Broker, topic: &str, p: i32, kind: ElectionType) -> Resul
                 let reports = quorum::reports_for(snap, topic, p);
                 let default = b.config.i32("min.insync.replicas");
                 return match quorum::choose_leader(&e.state, &reports, &snap.brokers, &draining,
-                    quorum::min_insync(snap, topic, default), true)
+                    quorum::min_insync(snap, topic, default), quorum::Unclean::Now)
                 {
                     Some(next) => Ok(Some((e.mod_revision, next))),
                     None => Err((ResponseError::EligibleLeadersNotAvailable, Some("no live replica"))),

@@ -1,0 +1,94 @@
+//! Whether a replica's log holds everything it acknowledged before:
+//! "hydrated" (docs/quorum-acks.md). A log created empty (a new replica,
+//! a replaced disk, a follower restarted at the bucket's end) is not until
+//! it caught up with a leader; until then it abstains from quorum
+//! elections and a restarted leader in that state does not lead.
+//!
+//! The state survives restarts as a marker file in the partition's
+//! directory, written (and the directory fsynced) before the log is
+//! emptied and removed once it caught up: a restart in between still
+//! knows the log is incomplete. A marker left behind by a failed removal
+//! only errs on the safe side.
+//!
+//! It owns the marker and the flag; it never moves offsets.
+
+use std::fs;
+
+use super::partition_log::{fsync_dir, LogError, PartitionLog};
+use super::replica_state::Role;
+
+/// Present while the partition's log is not hydrated.
+pub const UNHYDRATED_MARKER: &str = "replica.unhydrated";
+
+impl PartitionLog {
+    /// The log holds what this replica acknowledged before (see the module
+    /// doc).
+    pub fn hydrated(&self) -> bool {
+        self.replicas().hydrated
+    }
+
+    /// The log is about to hold less than this replica acknowledged: the
+    /// marker is on disk (its directory fsynced) before this returns.
+    pub(super) fn mark_unhydrated(&self) -> Result<(), LogError> {
+        {
+            let mut st = self.replicas();
+            st.hydrated = false;
+            st.unhydrated_marker = true;
+        }
+        fs::write(self.dir().join(UNHYDRATED_MARKER), b"")?;
+        fsync_dir(self.dir())?;
+        Ok(())
+    }
+
+    /// Opened from disk: hydrated unless the marker says otherwise.
+    pub(super) fn load_hydration(&self) {
+        let marker = self.dir().join(UNHYDRATED_MARKER).exists();
+        let mut st = self.replicas();
+        st.hydrated = !marker;
+        st.unhydrated_marker = marker;
+    }
+
+    /// A follower of `epoch` whose fetch found nothing past its own log
+    /// end, everything of it fsynced: it holds the leader's whole log,
+    /// and a leader holds every acknowledged record (the quorum rule
+    /// elected it so). This covers a partition nobody writes to, where
+    /// the batch-of-the-epoch rule of `set_leader_high_watermark` never
+    /// fires.
+    pub fn caught_up_with_leader(&self, epoch: i32) {
+        let end = self.log_end_offset();
+        {
+            let mut st = self.replicas();
+            let following = matches!(st.role, Role::Follower { epoch: e, .. } if e == epoch);
+            if !following || st.hydrated || st.durable_end < end {
+                return;
+            }
+            st.hydrated = true;
+        }
+        self.settle_hydration_marker();
+    }
+
+    /// Removes the marker once the log is hydrated (outside the
+    /// replication state's lock; once).
+    pub(super) fn settle_hydration_marker(&self) {
+        let remove = {
+            let mut st = self.replicas();
+            let remove = st.hydrated && st.unhydrated_marker;
+            if remove {
+                st.unhydrated_marker = false;
+            }
+            remove
+        };
+        if !remove {
+            return;
+        }
+        let removed = match fs::remove_file(self.dir().join(UNHYDRATED_MARKER)) {
+            Ok(()) => fsync_dir(self.dir()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = removed {
+            tracing::warn!(topic = %self.topic(), partition = self.partition(), error = %e,
+                "cannot remove the unhydrated marker; a restart will wait to catch up again");
+        }
+    }
+}
