@@ -381,6 +381,15 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     .context("transaction coordinator loading task failed")??;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let rack = Some(config.value("broker.rack")).filter(|r| !r.is_empty());
+    // In a cluster, producer ids come in blocks from the metadata store
+    // (a replaced disk must not issue its ids again).
+    if clustered {
+        strata_broker::cluster::producer_id_blocks::start(
+            cluster_store.clone(),
+            producer_ids.clone(),
+            shutdown_rx.clone(),
+        );
+    }
     let cluster = Arc::new(
         strata_broker::cluster::Cluster::join(
             cluster_store,

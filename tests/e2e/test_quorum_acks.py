@@ -14,15 +14,22 @@ stays in both ISRs, and the slow-follower rule is off:
 Then a controlled shutdown of the leader moves the quorum topic's
 leadership through the fence-and-report election without a failed
 request.
+
+And a leader killed, its disk wiped and restarted at once (so the store
+still names it leader) hands its partitions over rather than lead with an
+empty log: to an in-sync peer on an ISR topic, through a fence on a
+quorum topic (where its report abstains); no acknowledged record is lost.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import threading
 import time
 
+import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
@@ -33,10 +40,10 @@ from test_replication import _fresh_admins, admin, log_bytes, partitions, store_
 STOP_S = 6.0
 
 
-def start(broker_factory, etcd, prefix, node):
+def start(broker_factory, etcd, prefix, node, session_ms=20000):
     settings = dict(SETTINGS)
     settings.update(internal_rf(3))
-    settings.update({"broker.session.timeout.ms": 20000,
+    settings.update({"broker.session.timeout.ms": session_ms,
                      "replica.lag.time.max.ms": 30000,
                      "replica.slow.eviction.enable": "false",
                      "auto.leader.rebalance.enable": "false",
@@ -163,3 +170,60 @@ def test_a_stopped_follower_stalls_isr_acks_but_not_quorum_acks(broker_factory, 
     assert len(keys) == len(set(keys)), "a record written twice"
     assert sorted(keys) == sorted(acked[quorum_topic] + more), \
         "records acknowledged across the leader change missing"
+
+
+@pytest.mark.parametrize("mode", ["isr", "quorum"])
+def test_a_leader_restarted_on_an_empty_disk_hands_its_partition_over(broker_factory, etcd, mode):
+    session_s = 12
+    prefix = kutil.unique("wiped")
+    bs = {n: start(broker_factory, etcd, prefix, n, session_ms=session_s * 1000) for n in (1, 2, 3)}
+    wait_for("three brokers", lambda: len(admin(bs[1]).list_topics(timeout=10).brokers) == 3)
+    topic = kutil.unique(mode)
+    config = {"min.insync.replicas": "2"}
+    if mode == "quorum":
+        config["quorum.ack.enable"] = "true"
+    admin(bs[1]).create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[1, 2, 3]],
+                                         config=config)])[topic].result(timeout=30)
+    wait_for("in sync", lambda: (lambda p: p and len(p[0][2]) == 3)(partitions(bs[1], topic)))
+    bootstrap = ",".join(b.bootstrap for b in bs.values())
+    load = Acks(bootstrap, topic)
+    time.sleep(2)
+    before = store_partition(etcd, prefix, topic)
+    assert before["leader"] == 1, before
+
+    # Broker 1 dies and comes back with nothing on disk. It registers again
+    # once its old session expires; brokers 2 and 3 are paused meanwhile
+    # (their sessions outlast it), so no controller elects first and the
+    # store still names broker 1 leader when it is back.
+    killed = time.monotonic()
+    bs[1].kill9()
+    shutil.rmtree(bs[1].data_dir)
+    bs[1].data_dir.mkdir(parents=True)
+    bs[1].start()
+    time.sleep(session_s / 3)
+    for n in (2, 3):
+        os.kill(bs[n].pid, signal.SIGSTOP)
+    try:
+        state = wait_for("the leadership handed over by the restarted broker",
+                         lambda: (lambda s: s if s["leader"] != 1 else None)(store_partition(etcd, prefix, topic)),
+                         timeout=killed + session_s * 4 / 3 - time.monotonic())
+    finally:
+        for n in (2, 3):
+            os.kill(bs[n].pid, signal.SIGCONT)
+    assert state["leader_epoch"] == before["leader_epoch"] + 1, state
+    assert "handed the leadership over" in bs[1].log_text(), bs[1].log_tail()
+    if mode == "isr":
+        assert state["leader"] in (2, 3) and 1 not in state["isr"], state
+    else:
+        assert state["leader"] == -1 and state["fencing"]["previous_leader"] == 1, state
+        state = wait_for("a leader chosen from the other replicas' reports",
+                         lambda: (lambda s: s if s["leader"] in (2, 3) else None)(store_partition(etcd, prefix, topic)),
+                         timeout=30)
+    time.sleep(2)
+    acked = load.finish()
+    print(f"{mode} topic: the wiped leader handed over; {state['leader']} leads at epoch "
+          f"{state['leader_epoch']}; {len(acked)} records acknowledged, none lost")
+    check(bs[state["leader"]], topic, acked)
+    wait_for("broker 1 back in the ISR with the leader's copy",
+             lambda: 1 in store_partition(etcd, prefix, topic)["isr"]
+             and log_bytes(bs[1], topic, 0) == log_bytes(bs[state["leader"]], topic, 0), timeout=60)

@@ -15,6 +15,7 @@ pub mod leader_balance;
 pub mod membership;
 pub mod metrics;
 pub mod partition_writes;
+pub mod producer_id_blocks;
 pub mod publisher;
 pub mod quorum;
 pub mod reassignment;

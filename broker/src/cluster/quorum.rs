@@ -204,6 +204,21 @@ pub fn choose_leader(
             None
         }
     };
+    // A proof may still come while enough live in-sync replicas have not
+    // abstained to make n - k + 1 reports, or while the previous leader,
+    // fenced alive, has not reported (its report alone proves a leader).
+    let proof_may_come = state
+        .isr
+        .iter()
+        .filter(|id| live.contains_key(id) && !abstained.contains(id))
+        .count()
+        >= needed
+        || fencing.previous_broker_epoch.is_some_and(|at| {
+            live.get(&fencing.previous_leader)
+                .is_some_and(|b| b.broker_epoch == at)
+                && !valid.contains_key(&fencing.previous_leader)
+                && !abstained.contains(&fencing.previous_leader)
+        });
     let mut next = state.clone();
     next.fencing = None;
     next.partition_epoch = state.partition_epoch + 1;
@@ -214,13 +229,7 @@ pub fn choose_leader(
         // not abstain than reports needed). The greatest log reported is
         // taken first, to lose as little as possible.
         None if unclean == Unclean::Now
-            || (unclean == Unclean::OnceNoProofCanCome
-                && state
-                    .isr
-                    .iter()
-                    .filter(|id| live.contains_key(id) && !abstained.contains(id))
-                    .count()
-                    < needed) =>
+            || (unclean == Unclean::OnceNoProofCanCome && !proof_may_come) =>
         {
             let candidate = |id: &i32| live.contains_key(id) && !state.adding_replicas.contains(id);
             let best_reported = valid
@@ -228,14 +237,17 @@ pub fn choose_leader(
                 .filter(|(id, _)| candidate(id))
                 .max_by_key(|(id, r)| (r.last_epoch, r.log_end, staying(id)))
                 .map(|(id, _)| *id);
+            // Then a live replica that did not abstain (staying first), and
+            // only then one whose log is known to have lost records.
+            let unreported =
+                |stay: bool| {
+                    state.replicas.iter().copied().find(|id| {
+                        candidate(id) && !abstained.contains(id) && (!stay || staying(id))
+                    })
+                };
             let leader = best_reported
-                .or_else(|| {
-                    state
-                        .replicas
-                        .iter()
-                        .copied()
-                        .find(|id| candidate(id) && staying(id) && !abstained.contains(id))
-                })
+                .or_else(|| unreported(true))
+                .or_else(|| unreported(false))
                 .or_else(|| state.replicas.iter().copied().find(|id| candidate(id)))?;
             next.leader = leader;
             next.isr = vec![leader];
@@ -544,6 +556,39 @@ mod tests {
             None,
             "2 and 3 may still report"
         );
+        // The previous leader, fenced alive, has yet to report: its report
+        // alone may prove a leader, so unclean waits for it.
+        let mut alive = s.clone();
+        alive.fencing = Some(Fencing {
+            previous_leader: 1,
+            previous_broker_epoch: Some(101),
+            preferred: Some(2),
+        });
+        let only_abstention: BTreeMap<_, _> = [empty.clone()].into_iter().collect();
+        assert_eq!(
+            choose_leader(
+                &alive,
+                &only_abstention,
+                &live(&[1, 2]),
+                &BTreeSet::new(),
+                2,
+                Unclean::OnceNoProofCanCome
+            ),
+            None
+        );
+        // Forced, an abstainer is the last choice.
+        let mut order = s.clone();
+        order.replicas = vec![2, 1, 3];
+        let next = choose_leader(
+            &order,
+            &only_abstention,
+            &live(&[1, 2]),
+            &BTreeSet::new(),
+            2,
+            Unclean::Now,
+        )
+        .unwrap();
+        assert_eq!(next.leader, 1);
         // A clean choice is taken first, even when unclean is allowed.
         let clean: BTreeMap<_, _> = [report(2, 5, 4, 90, 80), report(3, 5, 4, 100, 80)]
             .into_iter()

@@ -66,6 +66,12 @@ pub fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32) {
             }
         }
         let local = logs.topic(name).filter(|t| t.id == record.id);
+        // Created while this process was registered: no earlier process of
+        // this broker held it, so its new logs lost nothing.
+        let fresh = match (snap.topic(name), snap.brokers.get(&me)) {
+            (Some(t), Some(b)) => t.create_revision > b.broker_epoch,
+            _ => false,
+        };
         let result = match local {
             None if hosted.is_empty() => Ok(()),
             None => logs
@@ -75,6 +81,7 @@ pub fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32) {
                     record.partitions,
                     &hosted,
                     record.configs.clone(),
+                    fresh,
                 )
                 .map(|_| ()),
             Some(t) => {
@@ -101,7 +108,7 @@ pub fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32) {
                     r = logs.unhost_partitions(name, &moved);
                 }
                 if r.is_ok() && (!missing.is_empty() || grow) {
-                    r = logs.host_partitions(name, record.partitions, &missing);
+                    r = logs.host_partitions(name, record.partitions, &missing, fresh);
                 }
                 if r.is_ok() && t.overrides() != record.configs {
                     r = logs.set_topic_overrides(name, record.configs.clone(), false);

@@ -342,8 +342,15 @@ async fn the_reconciler_removes_only_the_clusters_topics() {
     let logs = data_dir();
     logs.create_topic("mine", 1, 1, Default::default(), false)
         .unwrap();
-    logs.create_hosted_topic("gone", uuid::Uuid::new_v4(), 2, &[1], Default::default())
-        .unwrap();
+    logs.create_hosted_topic(
+        "gone",
+        uuid::Uuid::new_v4(),
+        2,
+        &[1],
+        Default::default(),
+        true,
+    )
+    .unwrap();
     let snap = super::view::ClusterSnapshot {
         revision: 10,
         connected: true,
@@ -356,8 +363,15 @@ async fn the_reconciler_removes_only_the_clusters_topics() {
         "the cluster's, deleted there: removed"
     );
     // A view that is not connected changes nothing.
-    logs.create_hosted_topic("kept", uuid::Uuid::new_v4(), 1, &[0], Default::default())
-        .unwrap();
+    logs.create_hosted_topic(
+        "kept",
+        uuid::Uuid::new_v4(),
+        1,
+        &[0],
+        Default::default(),
+        true,
+    )
+    .unwrap();
     let stale = super::view::ClusterSnapshot::default();
     super::reconciler::reconcile(&logs, &stale, 1);
     assert!(logs.topic("kept").is_some());

@@ -506,7 +506,7 @@ fn a_quorum_removal_under_way_already_bounds_the_high_watermark() {
 
 #[test]
 fn a_log_created_empty_is_hydrated_only_once_caught_up() {
-    let (_d, leader, follower) = two_logs(&[]);
+    let (_d, leader, follower) = two_logs_one_unhydrated();
     assert!(!follower.hydrated(), "created empty");
     follower.become_follower(2, 1, 1);
     leader.become_leader(1, 1, &[1, 2], 10);
@@ -523,6 +523,17 @@ fn a_log_created_empty_is_hydrated_only_once_caught_up() {
     assert!(follower.hydrated());
 }
 
+/// A leader's log, and a follower's created for a partition it may have
+/// held before (a replaced disk).
+fn two_logs_one_unhydrated() -> (tempfile::TempDir, Arc<PartitionLog>, Arc<PartitionLog>) {
+    let dir = tempfile::tempdir().unwrap();
+    let leader = PartitionLog::create(&dir.path().join("a"), "t", 0, config(&[])).unwrap();
+    let follower =
+        PartitionLog::create_unhydrated(&dir.path().join("b"), "t", 0, config(&[])).unwrap();
+    assert!(leader.hydrated(), "a new partition's log lost nothing");
+    (dir, leader, follower)
+}
+
 /// Closes `log` and opens its directory again, as a restart does.
 fn reopen(log: &Arc<PartitionLog>) -> Arc<PartitionLog> {
     log.flush().unwrap();
@@ -533,11 +544,14 @@ fn reopen(log: &Arc<PartitionLog>) -> Arc<PartitionLog> {
 
 #[test]
 fn an_unhydrated_log_stays_so_across_a_restart_until_it_caught_up() {
-    let (_d, leader, follower) = two_logs(&[]);
+    let (_d, leader, follower) = two_logs_one_unhydrated();
     leader.become_leader(1, 1, &[1, 2], 10);
     assert!(reopen(&leader).hydrated(), "a log that led");
     let follower = reopen(&follower);
-    assert!(!follower.hydrated(), "created empty, restarted before catching up");
+    assert!(
+        !follower.hydrated(),
+        "created empty, restarted before catching up"
+    );
     follower.become_follower(2, 1, 1);
     // Nothing returned past its end by the leader of another epoch: no
     // proof. By the leader of its epoch, with all of it fsynced: caught up.

@@ -1,8 +1,12 @@
-//! Whether a replica's log holds everything it acknowledged before:
-//! "hydrated" (docs/quorum-acks.md). A log created empty (a new replica,
-//! a replaced disk, a follower restarted at the bucket's end) is not until
-//! it caught up with a leader; until then it abstains from quorum
-//! elections and a restarted leader in that state does not lead.
+//! Whether a replica's log holds everything this replica ever
+//! acknowledged: "hydrated" (docs/quorum-acks.md). A log opened from disk
+//! is (a follower fsyncs before its fetch acknowledges), and so is the log
+//! of a partition created while this process was registered (it never
+//! acknowledged anything before). A log that lost records is not: created
+//! empty for a partition this broker held before (a replaced disk), restored
+//! at the bucket's end, or emptied to restart at it. Until it caught up
+//! with a leader it abstains from quorum elections, and named leader it
+//! hands the partition over (`replication::isr::step_down_state`).
 //!
 //! The state survives restarts as a marker file in the partition's
 //! directory, written (and the directory fsynced) before the log is
@@ -28,13 +32,14 @@ impl PartitionLog {
     }
 
     /// The log is about to hold less than this replica acknowledged: the
-    /// marker is on disk (its directory fsynced) before this returns.
+    /// marker is on disk (its directory fsynced) before this returns. The
+    /// file is written under the replication state's lock, as it is
+    /// removed, so a removal in flight cannot take a newer marker with it
+    /// (both are rare: once per emptied log).
     pub(super) fn mark_unhydrated(&self) -> Result<(), LogError> {
-        {
-            let mut st = self.replicas();
-            st.hydrated = false;
-            st.unhydrated_marker = true;
-        }
+        let mut st = self.replicas();
+        st.hydrated = false;
+        st.unhydrated_marker = true;
         fs::write(self.dir().join(UNHYDRATED_MARKER), b"")?;
         fsync_dir(self.dir())?;
         Ok(())
@@ -67,25 +72,20 @@ impl PartitionLog {
         self.settle_hydration_marker();
     }
 
-    /// Removes the marker once the log is hydrated (outside the
-    /// replication state's lock; once).
+    /// Removes the marker once the log is hydrated (once; under the
+    /// replication state's lock, see [`Self::mark_unhydrated`]).
     pub(super) fn settle_hydration_marker(&self) {
-        let remove = {
-            let mut st = self.replicas();
-            let remove = st.hydrated && st.unhydrated_marker;
-            if remove {
-                st.unhydrated_marker = false;
-            }
-            remove
-        };
-        if !remove {
+        let mut st = self.replicas();
+        if !(st.hydrated && st.unhydrated_marker) {
             return;
         }
+        st.unhydrated_marker = false;
         let removed = match fs::remove_file(self.dir().join(UNHYDRATED_MARKER)) {
             Ok(()) => fsync_dir(self.dir()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(e),
         };
+        drop(st);
         if let Err(e) = removed {
             tracing::warn!(topic = %self.topic(), partition = self.partition(), error = %e,
                 "cannot remove the unhydrated marker; a restart will wait to catch up again");

@@ -204,6 +204,24 @@ pub(super) fn settings(c: &TopicConfig) -> SegmentSettings {
 }
 
 impl PartitionLog {
+    /// Creates the directory and first segment of a partition this broker
+    /// may have held before and lost (a replaced disk): the log starts
+    /// unhydrated (`hydration.rs`), the marker durable before the log
+    /// exists.
+    pub fn create_unhydrated(
+        data_dir: &Path,
+        topic: &str,
+        partition: i32,
+        config: Arc<SharedConfig>,
+    ) -> Result<Arc<Self>, LogError> {
+        let dir = data_dir.join(partition_dir_name(topic, partition));
+        fs::create_dir_all(&dir)?;
+        fs::write(dir.join(super::hydration::UNHYDRATED_MARKER), b"")?;
+        fsync_dir(&dir)?;
+        fsync_dir(data_dir)?;
+        Self::create(data_dir, topic, partition, config)
+    }
+
     /// Creates the directory and first segment of a new partition.
     pub fn create(
         data_dir: &Path,
@@ -213,9 +231,6 @@ impl PartitionLog {
     ) -> Result<Arc<Self>, LogError> {
         let dir = data_dir.join(partition_dir_name(topic, partition));
         fs::create_dir_all(&dir)?;
-        // Empty: it holds nothing this replica may have acknowledged
-        // before (`hydration.rs`), until it leads or catches up.
-        fs::write(dir.join(super::hydration::UNHYDRATED_MARKER), b"")?;
         let seg = LogSegment::create(&dir, 0, settings(&config.get()))?;
         fsync_dir(&dir)?;
         fsync_dir(data_dir)?;
@@ -253,6 +268,7 @@ impl PartitionLog {
         fs::create_dir_all(&dir)?;
         // Empty: it holds nothing it acknowledged before (`hydration.rs`).
         fs::write(dir.join(super::hydration::UNHYDRATED_MARKER), b"")?;
+        fsync_dir(&dir)?;
         if let (Some(epoch), true) = (leader_epoch, start_offset > 0) {
             // Before the log opens, which takes its epoch from the cache;
             // at the last tiered offset, as a replica started at the

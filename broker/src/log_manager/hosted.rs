@@ -17,7 +17,10 @@ use crate::topic_name::validate_topic_name;
 
 impl LogManager {
     /// Creates topic `name` (cluster id `id`, `count` partitions) with logs
-    /// for the `hosted` partitions only.
+    /// for the `hosted` partitions only. `fresh`: the topic was created
+    /// while this process was registered, so no earlier process of this
+    /// broker held it; otherwise the logs start unhydrated (a replaced
+    /// disk may have lost what they acknowledged, `log/hydration.rs`).
     pub fn create_hosted_topic(
         &self,
         name: &str,
@@ -25,6 +28,7 @@ impl LogManager {
         count: i32,
         hosted: &[i32],
         configs: BTreeMap<String, String>,
+        fresh: bool,
     ) -> Result<Arc<Topic>, TopicError> {
         validate_topic_name(name)?;
         config::validate_overrides(&configs).map_err(TopicError::InvalidConfig)?;
@@ -39,7 +43,11 @@ impl LogManager {
         sorted.sort_unstable();
         sorted.dedup();
         for p in sorted {
-            let log = PartitionLog::create(&self.data_dir, name, p, shared.clone())?;
+            let log = if fresh {
+                PartitionLog::create(&self.data_dir, name, p, shared.clone())?
+            } else {
+                PartitionLog::create_unhydrated(&self.data_dir, name, p, shared.clone())?
+            };
             // Replicated: neither leads nor serves until the store says.
             log.await_assignment();
             logs.push(log);
@@ -64,8 +72,15 @@ impl LogManager {
     }
 
     /// Raises topic `name`'s partition count to `count` and creates logs
-    /// for the partitions of `add` not hosted yet.
-    pub fn host_partitions(&self, name: &str, count: i32, add: &[i32]) -> Result<(), TopicError> {
+    /// for the partitions of `add` not hosted yet (`fresh` as in
+    /// [`Self::create_hosted_topic`]).
+    pub fn host_partitions(
+        &self,
+        name: &str,
+        count: i32,
+        add: &[i32],
+        fresh: bool,
+    ) -> Result<(), TopicError> {
         let _admin = self.admin.lock().unwrap_or_else(|e| e.into_inner());
         let topic = self
             .topic(name)
@@ -78,7 +93,11 @@ impl LogManager {
         self.check_partition_capacity(new.len() as u64)?;
         let mut created = Vec::with_capacity(new.len());
         for p in new {
-            let log = PartitionLog::create(&self.data_dir, name, p, topic.config.clone())?;
+            let log = if fresh {
+                PartitionLog::create(&self.data_dir, name, p, topic.config.clone())?
+            } else {
+                PartitionLog::create_unhydrated(&self.data_dir, name, p, topic.config.clone())?
+            };
             log.await_assignment();
             created.push(log);
         }

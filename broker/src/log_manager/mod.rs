@@ -184,7 +184,7 @@ impl LogManager {
                     .map_err(partition_err)?
                 } else {
                     tracing::warn!(topic = %record.name, partition = p, "partition directory missing; creating it empty");
-                    PartitionLog::create(data_dir, &record.name, p, shared.clone())
+                    PartitionLog::create_unhydrated(data_dir, &record.name, p, shared.clone())
                         .map_err(partition_err)?
                 };
                 partitions.push(log);

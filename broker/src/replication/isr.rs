@@ -61,14 +61,15 @@ pub async fn bump_leader_epoch(
         .is_some())
 }
 
-/// What a leader whose log is not hydrated (a replaced disk, a log
-/// created since it was named leader) hands its partition to, at the next
+/// What a leader whose log is not hydrated (a replaced disk, a log that
+/// restarted at the bucket's end) hands its partition to, at the next
 /// epoch, instead of leading without what it acknowledged: on a quorum
-/// topic a fence without it (its report abstains, the controller chooses
-/// from the others' reports); otherwise the first live in-sync peer (it
-/// holds every acknowledged record: the high watermark was the minimum
-/// over the ISR), and this broker leaves the ISR. None: no live in-sync
-/// peer, so it leads with what it has (what the bucket holds).
+/// topic a fence (its report abstains, the controller chooses from the
+/// others' reports); otherwise the first live in-sync peer (it holds every
+/// acknowledged record: the high watermark was the minimum over the ISR),
+/// or no leader until one comes back, and this broker leaves the ISR.
+/// None: it is the only in-sync replica, so it leads with what it has
+/// (what the bucket holds).
 pub fn step_down_state(
     state: &PartitionState,
     me: i32,
@@ -76,7 +77,7 @@ pub fn step_down_state(
     live: &BTreeSet<i32>,
     draining: &BTreeSet<i32>,
 ) -> Option<PartitionState> {
-    if state.leader != me {
+    if state.leader != me || !state.isr.iter().any(|id| *id != me) {
         return None;
     }
     let mut next = state.clone();
@@ -98,7 +99,9 @@ pub fn step_down_state(
                 && (!staying || !draining.contains(id))
         })
     };
-    next.leader = peer(true).or_else(|| peer(false))?;
+    // No live peer: offline, as the controller leaves a partition whose
+    // in-sync replicas are all down; it elects the first to come back.
+    next.leader = peer(true).or_else(|| peer(false)).unwrap_or(-1);
     next.isr.retain(|id| *id != me);
     Some(next)
 }
@@ -209,6 +212,16 @@ mod tests {
         assert_eq!(
             step_down_state(&s, 2, false, &set(&[1, 2, 3]), &set(&[])),
             None
+        );
+        assert_eq!(
+            step_down_state(&state(1, &[1]), 1, true, &set(&[1, 2]), &set(&[])),
+            None
+        );
+        // In-sync peers, none live: offline until one is back, without it.
+        let offline = step_down_state(&s, 1, false, &set(&[1]), &set(&[])).unwrap();
+        assert_eq!(
+            (offline.leader, offline.leader_epoch, offline.isr),
+            (-1, 5, vec![2, 3])
         );
         let fenced = step_down_state(&s, 1, true, &set(&[1, 2, 3]), &set(&[])).unwrap();
         assert_eq!(

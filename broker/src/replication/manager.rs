@@ -173,28 +173,35 @@ impl ReplicaManager {
         let registered_at = snap.brokers.get(&self.me).map(|b| b.broker_epoch);
         for (topic, p, e, log) in hosted(&self.logs, self.me, snap) {
             let s = &e.state;
+            if s.leader == self.me && !log.hydrated() {
+                // Named leader with a log that lost what this replica
+                // acknowledged (log/hydration.rs): another replica leads,
+                // or a quorum election runs. Each hand-over takes it out
+                // of the ISR (or makes it abstain), so it cannot recur.
+                if registered_at.is_none() {
+                    continue;
+                }
+                let quorum = crate::cluster::quorum::is_quorum_topic(snap, topic);
+                let live = snap.live_broker_ids();
+                let draining = snap.draining_broker_ids();
+                if let Some(next) = step_down_state(s, self.me, quorum, &live, &draining) {
+                    stepping_down.push((topic.to_string(), p, e.clone(), next));
+                    continue;
+                }
+                // The only in-sync replica: it leads with what it has, at
+                // a new epoch if the leadership is an earlier process's.
+                if log.awaits_assignment() && registered_at.is_some_and(|at| e.mod_revision < at) {
+                    tracing::warn!(topic = %topic, partition = p,
+                        "leading with a log that lost what it acknowledged: no other in-sync replica");
+                    restarted.push((topic.to_string(), p, e.clone()));
+                    continue;
+                }
+            }
             if s.leader == self.me && log.awaits_assignment() {
                 let holds_records = log.log_end_offset() > 0 || log.latest_epoch_in_log().is_some();
                 match registered_at {
                     // Not in the view yet: wait.
                     None => continue,
-                    // Its log lost what it acknowledged (hydration.rs):
-                    // another replica leads, or a quorum election runs.
-                    Some(at) if e.mod_revision < at && !log.hydrated() => {
-                        let quorum = crate::cluster::quorum::is_quorum_topic(snap, topic);
-                        let live = snap.live_broker_ids();
-                        let draining = snap.draining_broker_ids();
-                        if let Some(next) = step_down_state(s, self.me, quorum, &live, &draining) {
-                            stepping_down.push((topic.to_string(), p, e.clone(), next));
-                            continue;
-                        }
-                        tracing::warn!(topic = %topic, partition = p,
-                            "leading with a log that lost what it acknowledged: no live in-sync replica holds more");
-                        if holds_records {
-                            restarted.push((topic.to_string(), p, e.clone()));
-                            continue;
-                        }
-                    }
                     Some(at) if holds_records && e.mod_revision < at => {
                         restarted.push((topic.to_string(), p, e.clone()));
                         continue;
