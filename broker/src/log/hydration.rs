@@ -18,11 +18,8 @@
 
 use std::fs;
 
-use super::partition_log::{fsync_dir, LogError, PartitionLog};
+use super::partition_log::{fsync_dir, LogError, PartitionLog, UNHYDRATED_MARKER};
 use super::replica_state::Role;
-
-/// Present while the partition's log is not hydrated.
-pub const UNHYDRATED_MARKER: &str = "replica.unhydrated";
 
 impl PartitionLog {
     /// The log holds what this replica acknowledged before (see the module

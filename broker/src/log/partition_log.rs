@@ -161,6 +161,10 @@ impl LogInner {
     }
 }
 
+/// Present in a partition's directory while its log is not hydrated
+/// (`hydration.rs`).
+pub const UNHYDRATED_MARKER: &str = "replica.unhydrated";
+
 #[derive(Debug)]
 pub struct PartitionLog {
     topic: String,
@@ -216,7 +220,7 @@ impl PartitionLog {
     ) -> Result<Arc<Self>, LogError> {
         let dir = data_dir.join(partition_dir_name(topic, partition));
         fs::create_dir_all(&dir)?;
-        fs::write(dir.join(super::hydration::UNHYDRATED_MARKER), b"")?;
+        fs::write(dir.join(UNHYDRATED_MARKER), b"")?;
         fsync_dir(&dir)?;
         fsync_dir(data_dir)?;
         Self::create(data_dir, topic, partition, config)
@@ -267,7 +271,7 @@ impl PartitionLog {
         let dir = data_dir.join(partition_dir_name(topic, partition));
         fs::create_dir_all(&dir)?;
         // Empty: it holds nothing it acknowledged before (`hydration.rs`).
-        fs::write(dir.join(super::hydration::UNHYDRATED_MARKER), b"")?;
+        fs::write(dir.join(UNHYDRATED_MARKER), b"")?;
         fsync_dir(&dir)?;
         if let (Some(epoch), true) = (leader_epoch, start_offset > 0) {
             // Before the log opens, which takes its epoch from the cache;
