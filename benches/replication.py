@@ -34,6 +34,20 @@ broker.session.timeout.ms (9 s, --session-ms) this is dominated by the
 session timeout: the controller elects a new leader once the dead
 broker's lease expires.
 
+Bytes between brokers: over the last rf3 throughput phase, the record
+bytes the followers fetched (strata_replica_fetched_bytes_total, summed
+over the brokers) per byte of the leaders' segments (2.0: each of two
+followers fetched every byte once, nothing twice).
+
+Replaced broker (--replaced-mb, 0 to skip): a second cluster of three
+brokers sharing one bucket (strata-s3 from local-stack/, on tmpfs); a
+tiered topic of one partition at RF=3 with a hot window of
+--hot-window-mb gets --replaced-mb of records and tiers them; then a
+follower is killed, its data directory deleted, and it is started empty
+with the same node id. Measured: the time until it is back in the ISR
+and the bytes it fetched from the leader, against a full copy (at least
+the bytes of every record produced).
+
 Writes bench-results/replication-<time>.json and prints a table.
 """
 
@@ -41,7 +55,9 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -66,16 +82,21 @@ def quantile(xs, q):
 
 
 class Cluster:
-    def __init__(self, args, base: Path):
+    def __init__(self, args, base: Path, store_url: str | None = None, env: dict | None = None,
+                 extra_settings: dict | None = None):
         self.args = args
         self.etcd = EtcdCluster(base / "etcd", members=1)
         prefix = kutil.unique("bench")
         settings = {"broker.session.timeout.ms": args.session_ms,
-                    "broker.heartbeat.interval.ms": max(100, args.session_ms // 4)}
+                    "broker.heartbeat.interval.ms": max(100, args.session_ms // 4),
+                    **(extra_settings or {})}
         self.brokers = {}
         for node in (1, 2, 3):
+            extra = ["--metadata", self.etcd.url(prefix), "--node-id", str(node)]
+            if store_url:
+                extra += ["--object-store", store_url]
             b = Broker(data_dir=base / f"b{node}" / "data", settings=settings, name=f"b{node}",
-                       extra_args=["--metadata", self.etcd.url(prefix), "--node-id", str(node)])
+                       extra_args=extra, env=env)
             b.start()
             self.brokers[node] = b
         self.admin = kutil.admin(self.brokers[1].bootstrap)
@@ -108,6 +129,20 @@ class Cluster:
         for b in self.brokers.values():
             b.close()
         self.etcd.close()
+
+
+def metric(b: Broker, name: str) -> float:
+    """An unlabelled sample of the broker's /metrics (0 if absent)."""
+    import urllib.request
+    with urllib.request.urlopen(f"http://127.0.0.1:{b.http_port}/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def fetched_by_followers(c: Cluster) -> float:
+    return sum(metric(b, "strata_replica_fetched_bytes_total") for b in c.brokers.values() if b.alive())
 
 
 def values(n_bytes: int) -> list[bytes]:
@@ -199,6 +234,89 @@ def copies(c: Cluster, topic: str) -> dict:
             "follower_bytes_per_produced_byte": follow / lead if lead else None}
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def replaced_broker(args, base: Path) -> dict:
+    """A follower replaced by an empty broker rejoins from the bucket's end
+    plus the hot tail: its time and fetched bytes against a full copy."""
+    root = Path(tempfile.mkdtemp(prefix="strata-repl-s3-", dir="/dev/shm"))
+    (root / "strata").mkdir(parents=True)
+    port = free_port()
+    s3 = subprocess.Popen([str(REPO / "target/release/strata-s3"), "--listen", f"127.0.0.1:{port}",
+                           "--root", str(root), "--bucket", "strata"],
+                          stdout=subprocess.DEVNULL, stderr=open(base / "s3.log", "w"))
+    env = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench-secret-key",
+           "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true",
+           "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"}
+    kutil.wait_until(lambda: socket.create_connection(("127.0.0.1", port), timeout=0.5).close() or True,
+                     30, 0.1, "strata-s3 listening")
+    seg = 4 << 20
+    hot = args.hot_window_mb << 20
+    c = Cluster(args, base / "replaced", store_url=f"s3://strata/replaced-{int(time.time())}", env=env,
+                extra_settings={"remote.log.manager.task.interval.ms": 500,
+                                "log.retention.check.interval.ms": 500,
+                                "replica.lag.time.max.ms": 10000})
+    try:
+        topic = kutil.unique("replaced")
+        c.admin.create_topics([NewTopic(topic, 1, 3, config={
+            "min.insync.replicas": "2", "remote.storage.enable": "true",
+            "segment.bytes": str(seg), "local.retention.bytes": str(hot)})])[topic].result(timeout=30)
+        kutil.wait_until(lambda: len(c.admin.list_topics(topic=topic, timeout=10).topics[topic]
+                                     .partitions[0].isrs) == 3, 30, 0.2, "in sync")
+        vals = values(args.value_bytes)
+        p = producer(c)
+        n = (args.replaced_mb << 20) // args.value_bytes
+        t0 = time.perf_counter()
+        for i in range(n):
+            while True:
+                try:
+                    p.produce(topic, value=vals[i % 256], partition=0)
+                    break
+                except BufferError:
+                    p.poll(0.01)
+        assert p.flush(300) == 0
+        produce_s = time.perf_counter() - t0
+
+        def local_bytes(b):
+            return sum(f.stat().st_size for f in (Path(b.data_dir) / f"{topic}-0").glob("*.log"))
+
+        def tiered():
+            sizes = {n: local_bytes(b) for n, b in c.brokers.items()}
+            return sizes if all(v <= hot + 2 * seg for v in sizes.values()) else None
+        kutil.wait_until(tiered, 600, 0.5, "every replica down to its hot window")
+        leader = c.leaders(topic)[0]
+        total = (args.replaced_mb << 20)
+        victim_id = next(n for n in c.brokers if n != leader)
+        victim = c.brokers[victim_id]
+        victim.kill9()
+        shutil.rmtree(victim.data_dir)
+        Path(victim.data_dir).mkdir(parents=True)
+        t1 = time.perf_counter()
+        victim.start()
+
+        def back():
+            t = c.admin.list_topics(topic=topic, timeout=10).topics[topic]
+            return victim_id in t.partitions[0].isrs
+        kutil.wait_until(back, 300, 0.1, "the replaced broker back in the ISR")
+        rejoin_s = time.perf_counter() - t1
+        fetched = metric(victim, "strata_replica_fetched_bytes_total")
+        # A full copy moves every record: at least the records' bytes.
+        full = total
+        return {"phase": "replaced-broker", "produced_bytes": total, "produce_s": round(produce_s, 1),
+                "hot_window_bytes": hot, "rejoin_s": round(rejoin_s, 2), "fetched_bytes": int(fetched),
+                "full_copy_bytes": int(full), "fetched_over_full_copy": round(fetched / full, 4),
+                "leader_local_bytes": local_bytes(c.brokers[leader]),
+                "tiered_starts": metric(victim, "strata_replica_tiered_starts_total")}
+    finally:
+        c.close()
+        s3.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def failovers(c: Cluster, args) -> list[float]:
     topic = c.create(kutil.unique("failover"), 1, 3)
     out = []
@@ -238,6 +356,8 @@ def main():
     ap.add_argument("--failovers", type=int, default=3)
     ap.add_argument("--session-ms", type=int, default=9000)
     ap.add_argument("--data-on-disk", action="store_true")
+    ap.add_argument("--replaced-mb", type=int, default=256)
+    ap.add_argument("--hot-window-mb", type=int, default=16)
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="strata-repl-bench-",
                                  dir=None if args.data_on_disk else "/dev/shm"))
@@ -248,9 +368,13 @@ def main():
         for r in range(args.rounds):
             for rf in (1, 3):
                 last = r == args.rounds - 1 and rf == 3
+                fetched_before = fetched_by_followers(c)
                 res = throughput(c, args, rf, vals, keep=last)
                 if last:
                     res.update(copies(c, res["topic"]))
+                    res["fetched_bytes"] = fetched_by_followers(c) - fetched_before
+                    res["fetched_bytes_per_leader_byte"] = (
+                        res["fetched_bytes"] / res["leader_bytes"] if res["leader_bytes"] else None)
                     c.delete(res.pop("topic"))
                 phases.append(res)
                 print(json.dumps(res), flush=True)
@@ -260,6 +384,9 @@ def main():
         fo = failovers(c, args)
     finally:
         c.close()
+    replaced = replaced_broker(args, base) if args.replaced_mb > 0 else None
+    if replaced:
+        print(json.dumps(replaced), flush=True)
 
     def med(kind, key):
         xs = [p[key] for p in phases if p["phase"] == kind]
@@ -272,6 +399,9 @@ def main():
         "failover_s": fo, "session_timeout_ms": args.session_ms,
         "follower_bytes_per_produced_byte": next(
             (p["follower_bytes_per_produced_byte"] for p in phases if "follower_bytes" in p), None),
+        "fetched_bytes_per_leader_byte": next(
+            (p["fetched_bytes_per_leader_byte"] for p in phases if "fetched_bytes" in p), None),
+        "replaced_broker": replaced,
     }
     summary["rf3_over_rf1_throughput"] = summary["rf3_records_per_s"] / summary["rf1_records_per_s"]
     summary["rf3_over_rf1_p99"] = summary["rf3_p99_ms"] / summary["rf1_p99_ms"]

@@ -430,6 +430,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
                 })
                     as Arc<dyn strata_broker::replication::tiered_start::TieredEndSource>
             }),
+            cluster.incarnation,
             applied,
             shutdown_rx.clone(),
         );

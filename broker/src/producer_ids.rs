@@ -42,6 +42,10 @@ struct State {
     /// Shared blocks: the next block, fetched ahead.
     queued: Option<(i64, i64)>,
     shared: bool,
+    /// Shared ids below this are held by partitions or transaction state
+    /// (`reserve_above`): never handed out, whatever the store's counter
+    /// says (it may have been restored from an old backup).
+    floor: i64,
 }
 
 #[derive(Debug)]
@@ -75,6 +79,7 @@ impl ProducerIdManager {
                 end: reserved_end,
                 queued: None,
                 shared: false,
+                floor: 0,
             }),
             block_wanted: Notify::new(),
         })
@@ -88,11 +93,13 @@ impl ProducerIdManager {
     /// (a cluster's shared counter).
     pub fn use_shared_blocks(&self) {
         let mut st = self.state();
+        let floor = st.floor;
         *st = State {
             next: 0,
             end: 0,
             queued: None,
             shared: true,
+            floor,
         };
         drop(st);
         self.block_wanted.notify_one();
@@ -103,6 +110,11 @@ impl ProducerIdManager {
     pub fn wants_block(&self) -> bool {
         let st = self.state();
         st.shared && st.queued.is_none() && st.end - st.next < BLOCK / 2
+    }
+
+    /// Shared ids below this must not be handed out (see `State::floor`).
+    pub fn floor(&self) -> i64 {
+        self.state().floor
     }
 
     /// Waits until a shared block may be wanted (check [`Self::wants_block`]).
@@ -122,9 +134,15 @@ impl ProducerIdManager {
     }
 
     /// Makes sure no id at or below `id` is handed out from now on (ids
-    /// found in partitions restored from the object store). Shared blocks
-    /// never repeat an id, whatever the partitions hold.
+    /// found in partitions restored from the object store, or in
+    /// transaction state). Shared ids raise the floor below which no shared
+    /// id is handed out.
     pub fn reserve_above(&self, id: i64) -> io::Result<()> {
+        if id >= SHARED_BASE {
+            let mut st = self.state();
+            st.floor = st.floor.max(id.saturating_add(1));
+            return Ok(());
+        }
         // Another node's ids can never come from this one.
         if id < self.base || id >= self.base + SPAN {
             return Ok(());
@@ -145,10 +163,13 @@ impl ProducerIdManager {
     pub fn next_id(&self) -> io::Result<i64> {
         let mut st = self.state();
         if st.shared {
-            if st.next >= st.end {
+            if st.next < st.floor {
+                st.next = st.floor.min(st.end);
+            }
+            while st.next >= st.end {
                 match st.queued.take() {
                     Some((start, end)) => {
-                        st.next = start;
+                        st.next = start.max(st.floor.min(end));
                         st.end = end;
                     }
                     None => {
@@ -241,9 +262,17 @@ mod tests {
             ]
         );
         assert!(m.wants_block());
-        // Restored ids no longer move anything, and no file is written.
+        // A node range's ids no longer move anything, and no file is
+        // written; a shared id found in a partition is never handed out.
         m.reserve_above(SPAN + 10).unwrap();
         assert_eq!(m.next_id().unwrap(), SHARED_BASE + 4002);
         assert!(!dir.path().join(FILE).exists());
+        m.reserve_above(SHARED_BASE + 4002).unwrap();
+        assert_eq!(m.next_id().unwrap(), SHARED_BASE + 4003);
+        m.reserve_above(SHARED_BASE + 9000).unwrap();
+        assert!(m.next_id().is_err(), "the block is below the floor");
+        assert_eq!(m.floor(), SHARED_BASE + 9001);
+        m.add_block(SHARED_BASE + 8000, SHARED_BASE + 9500);
+        assert_eq!(m.next_id().unwrap(), SHARED_BASE + 9001);
     }
 }

@@ -181,6 +181,7 @@ mod tests {
                         fencing: None,
                     },
                     mod_revision: 100 + *p as i64,
+                    create_revision: 1,
                 },
             );
         }

@@ -83,6 +83,9 @@ pub struct Cluster {
     pub node_id: i32,
     /// Brokers share an etcd store (false: a single broker, embedded store).
     pub clustered: bool,
+    /// This process's registration id: a registration with another one in
+    /// the view is an earlier process's.
+    pub incarnation: Uuid,
     membership: Membership,
     /// Embedded store: the LogManager change count mirrored into it.
     published: Option<watch::Receiver<Option<u64>>>,
@@ -196,6 +199,7 @@ impl Cluster {
                 view.clone(),
                 logs.clone(),
                 node_id,
+                incarnation,
                 min_revision,
                 shutdown_for_tasks.clone(),
             );
@@ -215,6 +219,7 @@ impl Cluster {
             role,
             node_id,
             clustered,
+            incarnation,
             membership,
             published,
             applied,

@@ -17,8 +17,10 @@ use crate::producer_ids::{ProducerIdManager, BLOCK, SHARED_BASE};
 /// The next id no broker has been given.
 pub const NEXT_BLOCK_KEY: &str = "producer_ids/next_block";
 
-/// Takes the next block: `start..start + BLOCK`.
-pub async fn take_block(store: &dyn ClusterStore) -> Result<(i64, i64), StoreError> {
+/// Takes the next block: `start..start + BLOCK`, at or above `floor` (ids
+/// below it are in use: the counter is raised past them if an old backup
+/// of the store set it back).
+pub async fn take_block(store: &dyn ClusterStore, floor: i64) -> Result<(i64, i64), StoreError> {
     loop {
         let current = store.get(NEXT_BLOCK_KEY).await?;
         let (start, guard) = match current {
@@ -40,6 +42,7 @@ pub async fn take_block(store: &dyn ClusterStore) -> Result<(i64, i64), StoreErr
             }
             None => (SHARED_BASE, Compare::Absent(NEXT_BLOCK_KEY.to_string())),
         };
+        let start = start.max(floor);
         let end = start + BLOCK;
         let put = Op::put(NEXT_BLOCK_KEY, end.to_string().into_bytes());
         if store.txn(vec![guard], vec![put]).await?.succeeded {
@@ -59,7 +62,7 @@ pub fn start(
     tokio::spawn(async move {
         loop {
             if ids.wants_block() {
-                match take_block(store.as_ref()).await {
+                match take_block(store.as_ref(), ids.floor()).await {
                     Ok((start, end)) => {
                         tracing::debug!(start, end, "producer id block taken");
                         ids.add_block(start, end);
@@ -93,19 +96,34 @@ mod tests {
     #[tokio::test]
     async fn brokers_take_disjoint_blocks_in_order() {
         let store: Arc<dyn ClusterStore> = EmbeddedStore::new();
-        let (a, b) = tokio::join!(take_block(store.as_ref()), take_block(store.as_ref()));
+        let (a, b) = tokio::join!(take_block(store.as_ref(), 0), take_block(store.as_ref(), 0));
         let (mut a, mut b) = (a.unwrap(), b.unwrap());
         if a > b {
             std::mem::swap(&mut a, &mut b);
         }
         assert_eq!(a, (SHARED_BASE, SHARED_BASE + BLOCK));
         assert_eq!(b, (SHARED_BASE + BLOCK, SHARED_BASE + 2 * BLOCK));
+        // A counter behind the ids in use (an old backup) is raised.
+        let put = |v: String| Op::put(NEXT_BLOCK_KEY, v.into_bytes());
+        store
+            .txn(Vec::new(), vec![put(SHARED_BASE.to_string())])
+            .await
+            .unwrap();
+        let floor = SHARED_BASE + 5 * BLOCK + 7;
+        assert_eq!(
+            take_block(store.as_ref(), floor).await.unwrap(),
+            (floor, floor + BLOCK)
+        );
+        assert_eq!(
+            take_block(store.as_ref(), 0).await.unwrap().0,
+            floor + BLOCK
+        );
         store
             .txn(Vec::new(), vec![Op::put(NEXT_BLOCK_KEY, b"junk".to_vec())])
             .await
             .unwrap();
         assert!(
-            take_block(store.as_ref()).await.is_err(),
+            take_block(store.as_ref(), 0).await.is_err(),
             "a damaged counter is an error"
         );
     }

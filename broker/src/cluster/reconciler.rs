@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use tokio::sync::watch;
+use uuid::Uuid;
 
 use super::view::{ClusterSnapshot, ClusterView};
 use crate::log_manager::LogManager;
@@ -21,7 +22,7 @@ use crate::topic_name::is_internal;
 
 /// Brings `logs` in line with `snap` for broker `me`. Errors are logged
 /// and retried at the next change (the partition stays unavailable here).
-pub fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32) {
+pub fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32, incarnation: Uuid) {
     if !snap.connected {
         return;
     }
@@ -66,12 +67,26 @@ pub fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32) {
             }
         }
         let local = logs.topic(name).filter(|t| t.id == record.id);
-        // Created while this process was registered: no earlier process of
-        // this broker held it, so its new logs lost nothing.
-        let fresh = match (snap.topic(name), snap.brokers.get(&me)) {
-            (Some(t), Some(b)) => t.create_revision > b.broker_epoch,
-            _ => false,
-        };
+        // Partitions created while this process was registered: no
+        // earlier process of this broker held them, so their new logs lost
+        // nothing (log/hydration.rs). Only this process's registration
+        // counts: a view that still shows the previous one proves nothing.
+        let registered_at = snap
+            .brokers
+            .get(&me)
+            .filter(|b| b.registration.incarnation == incarnation)
+            .map(|b| b.broker_epoch);
+        let fresh: BTreeSet<i32> = snap
+            .partitions
+            .get(name)
+            .map(|parts| {
+                parts
+                    .iter()
+                    .filter(|(_, e)| registered_at.is_some_and(|at| e.create_revision > at))
+                    .map(|(p, _)| *p)
+                    .collect()
+            })
+            .unwrap_or_default();
         let result = match local {
             None if hosted.is_empty() => Ok(()),
             None => logs
@@ -81,7 +96,7 @@ pub fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32) {
                     record.partitions,
                     &hosted,
                     record.configs.clone(),
-                    fresh,
+                    &fresh,
                 )
                 .map(|_| ()),
             Some(t) => {
@@ -108,7 +123,7 @@ pub fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32) {
                     r = logs.unhost_partitions(name, &moved);
                 }
                 if r.is_ok() && (!missing.is_empty() || grow) {
-                    r = logs.host_partitions(name, record.partitions, &missing, fresh);
+                    r = logs.host_partitions(name, record.partitions, &missing, &fresh);
                 }
                 if r.is_ok() && t.overrides() != record.configs {
                     r = logs.set_topic_overrides(name, record.configs.clone(), false);
@@ -148,6 +163,7 @@ pub fn start(
     view: ClusterView,
     logs: Arc<LogManager>,
     me: i32,
+    incarnation: Uuid,
     min_revision: i64,
     mut shutdown: watch::Receiver<bool>,
 ) -> watch::Receiver<i64> {
@@ -166,7 +182,7 @@ pub fn start(
             let l = logs.clone();
             let s = snap.clone();
             // File creation and deletion: off the async workers.
-            if tokio::task::spawn_blocking(move || reconcile(&l, &s, me))
+            if tokio::task::spawn_blocking(move || reconcile(&l, &s, me, incarnation))
                 .await
                 .is_err()
             {

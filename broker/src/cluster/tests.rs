@@ -348,7 +348,7 @@ async fn the_reconciler_removes_only_the_clusters_topics() {
         2,
         &[1],
         Default::default(),
-        true,
+        &Default::default(),
     )
     .unwrap();
     let snap = super::view::ClusterSnapshot {
@@ -356,7 +356,7 @@ async fn the_reconciler_removes_only_the_clusters_topics() {
         connected: true,
         ..Default::default()
     };
-    super::reconciler::reconcile(&logs, &snap, 1);
+    super::reconciler::reconcile(&logs, &snap, 1, uuid::Uuid::nil());
     assert!(logs.topic("mine").is_some(), "never the cluster's: kept");
     assert!(
         logs.topic("gone").is_none(),
@@ -369,11 +369,11 @@ async fn the_reconciler_removes_only_the_clusters_topics() {
         1,
         &[0],
         Default::default(),
-        true,
+        &Default::default(),
     )
     .unwrap();
     let stale = super::view::ClusterSnapshot::default();
-    super::reconciler::reconcile(&logs, &stale, 1);
+    super::reconciler::reconcile(&logs, &stale, 1, uuid::Uuid::nil());
     assert!(logs.topic("kept").is_some());
 }
 
@@ -424,7 +424,7 @@ async fn a_local_internal_copy_gives_way_but_records_are_kept_aside() {
             }),
         );
     }
-    super::reconciler::reconcile(&logs, &snap, 1);
+    super::reconciler::reconcile(&logs, &snap, 1, uuid::Uuid::nil());
     assert!(logs.topic("__consumer_offsets").is_none());
     assert!(logs.topic("__transaction_state").is_none());
     let retired: Vec<_> = std::fs::read_dir(logs.data_dir().join("retired"))
@@ -486,4 +486,85 @@ async fn founding_publishes_user_topics_once() {
         .await
         .unwrap();
     assert_eq!(again, view.snapshot().revision);
+}
+
+/// Partitions created while this process was registered get logs that
+/// lost nothing (hydrated); others, which a replaced disk may have held,
+/// start unhydrated, and so does every one while the view shows only an
+/// earlier process's registration (log/hydration.rs).
+#[tokio::test]
+async fn logs_of_partitions_older_than_this_process_start_unhydrated() {
+    use super::records::{BrokerRegistration, PartitionState};
+    use super::view::{LiveBroker, PartitionEntry, TopicEntry};
+    let me = uuid::Uuid::new_v4();
+    let snapshot = |incarnation: uuid::Uuid| {
+        let mut snap = super::view::ClusterSnapshot {
+            revision: 50,
+            connected: true,
+            ..Default::default()
+        };
+        snap.brokers.insert(
+            1,
+            LiveBroker {
+                registration: BrokerRegistration {
+                    node_id: 1,
+                    host: "h".into(),
+                    port: 1,
+                    rack: None,
+                    incarnation,
+                    shutting_down: false,
+                },
+                broker_epoch: 20,
+            },
+        );
+        snap.topics.insert(
+            "t".to_string(),
+            Arc::new(TopicEntry {
+                record: super::records::TopicRecord {
+                    id: uuid::Uuid::from_u128(7),
+                    partitions: 2,
+                    configs: Default::default(),
+                },
+                mod_revision: 30,
+                create_revision: 10,
+            }),
+        );
+        // Partition 0 from the topic's creation, 1 from a CreatePartitions
+        // after this broker registered.
+        let parts = [(0, 10), (1, 30)]
+            .into_iter()
+            .map(|(p, created)| {
+                let state = PartitionState {
+                    replicas: vec![1],
+                    leader: 1,
+                    leader_epoch: 0,
+                    isr: vec![1],
+                    partition_epoch: 0,
+                    adding_replicas: vec![],
+                    removing_replicas: vec![],
+                    fencing: None,
+                };
+                let entry = PartitionEntry {
+                    state,
+                    mod_revision: created,
+                    create_revision: created,
+                };
+                (p, entry)
+            })
+            .collect();
+        snap.partitions.insert("t".to_string(), Arc::new(parts));
+        snap
+    };
+    let logs = data_dir();
+    super::reconciler::reconcile(&logs, &snapshot(me), 1, me);
+    let t = logs.topic("t").unwrap();
+    let hydrated: Vec<bool> = t.partitions().iter().map(|l| l.hydrated()).collect();
+    assert_eq!(hydrated, vec![false, true]);
+    let logs = data_dir();
+    super::reconciler::reconcile(&logs, &snapshot(uuid::Uuid::new_v4()), 1, me);
+    let t = logs.topic("t").unwrap();
+    assert!(
+        t.partitions().iter().all(|l| !l.hydrated()),
+        "an earlier process's registration"
+    );
 }

@@ -46,6 +46,8 @@ pub struct TopicEntry {
 pub struct PartitionEntry {
     pub state: PartitionState,
     pub mod_revision: Revision,
+    /// When the partition was created (CreateTopics, CreatePartitions).
+    pub create_revision: Revision,
 }
 
 /// The cluster as of one store revision.
@@ -136,6 +138,7 @@ impl ClusterSnapshot {
                         PartitionEntry {
                             state,
                             mod_revision: kv.mod_revision,
+                            create_revision: kv.create_revision,
                         },
                     );
                 }

@@ -88,7 +88,7 @@ impl AckLatency {
             .push_back((now, now.saturating_duration_since(at)));
     }
 
-    /// Drops appends every follower in `ends` holds.
+    /// Drops appends every follower still copying holds (`min_end`).
     pub fn trim(&mut self, min_end: i64) {
         while self.appends.front().is_some_and(|(end, _)| *end <= min_end) {
             self.appends.pop_front();
@@ -193,6 +193,14 @@ impl AckLatency {
         true
     }
 
+    /// The ISR change taking `replica` out was not written: it is still
+    /// in sync, judged as before (its samples kept).
+    pub fn eviction_not_written(&mut self, replica: i32) {
+        if let Some(f) = self.followers.get_mut(&replica) {
+            f.evicted_at = None;
+        }
+    }
+
     /// `replica` joins the ISR (or stays in it): its samples start over.
     /// Those taken while it caught up measured the backlog it copied, not
     /// the delay it adds to writes, and would evict it at once.
@@ -229,11 +237,12 @@ fn p99_since(f: &FollowerSamples, from: Instant) -> Option<Duration> {
     if recent.len() < MIN_SAMPLES {
         return None;
     }
-    recent.sort_unstable();
     // The 99th percentile rounded down: with fewer than 100 samples one
-    // stall is not the p99 (a single pause must not evict).
+    // stall is not the p99 (a single pause must not evict). A selection,
+    // not a sort: this runs under the replication state's lock.
     let rank = ((recent.len() as f64) * 0.99).floor() as usize;
-    Some(recent[rank.saturating_sub(1).min(recent.len() - 1)])
+    let at = rank.saturating_sub(1).min(recent.len() - 1);
+    Some(*recent.select_nth_unstable(at).1)
 }
 
 /// Slow: above the floor and more than `ratio` times the median of the
@@ -390,5 +399,23 @@ mod tests {
         l.slow_followers(&[2, 3], 2, &rule(1), evicted);
         feed_from(&mut l, evicted, &[(2, 5), (3, 400)], 100, 1000);
         assert!(!l.may_rejoin(3, &[2], &rule(1), evicted + Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn an_eviction_not_written_leaves_the_follower_judged_as_before() {
+        let t = Instant::now();
+        let mut l = AckLatency::default();
+        feed(&mut l, t, &[(2, 5), (3, 6), (4, 400)], 100);
+        let now = t + Duration::from_secs(6);
+        assert_eq!(l.slow_followers(&[2, 3, 4], 4, &rule(2), now).len(), 1);
+        assert!(!l.may_rejoin(4, &[2, 3], &rule(2), now), "taken out");
+        l.eviction_not_written(4);
+        // Still in the ISR: its samples count, and it is slow again.
+        assert_eq!(
+            l.p99(4, Duration::from_secs(10), now),
+            Some(Duration::from_millis(400))
+        );
+        assert!(l.may_rejoin(4, &[2, 3], &rule(2), now), "never taken out");
+        assert_eq!(l.slow_followers(&[2, 3, 4], 4, &rule(2), now).len(), 1);
     }
 }

@@ -38,6 +38,9 @@ pub struct FollowerProgress {
     pub last_caught_up: Option<Instant>,
     /// The leader's log end at the previous fetch.
     pub(super) leader_end_at_last_fetch: i64,
+    /// The log start the follower sent with its last fetch (-1: unknown):
+    /// a consumer is not sent to a follower that no longer has its offset.
+    pub log_start: i64,
 }
 
 impl FollowerProgress {
@@ -47,6 +50,7 @@ impl FollowerProgress {
             last_fetch: None,
             last_caught_up: caught_up,
             leader_end_at_last_fetch: -1,
+            log_start: -1,
         }
     }
 }

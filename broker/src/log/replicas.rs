@@ -17,6 +17,10 @@ use super::ack_latency::{AckLatency, SlowFollowerRule};
 use super::partition_log::{LogError, LogInner, PartitionLog};
 use super::replica_state::{FollowerProgress, IsrReview, ReplicaState, Role, IN_FLIGHT};
 
+/// A follower that has not fetched for this long no longer keeps the
+/// leader's record of appends (`AckLatency`) from being trimmed.
+const TRIM_SILENCE: Duration = Duration::from_secs(10);
+
 impl PartitionLog {
     pub(super) fn replicas(&self) -> MutexGuard<'_, ReplicaState> {
         self.replica_state.lock().unwrap_or_else(|e| e.into_inner())
@@ -28,7 +32,25 @@ impl PartitionLog {
     /// at a new leadership; as Kafka's leader does on taking over, the
     /// epoch starts at the current log end in the epoch cache.
     pub fn become_leader(&self, me: i32, epoch: i32, isr: &[i32], revision: i64) {
+        self.become_leader_checked(me, epoch, isr, revision, true);
+    }
+
+    /// [`Self::become_leader`], refused (false) if the log is not hydrated
+    /// (`hydration.rs`) unless `allow_unhydrated`: checked under the log's
+    /// lock, which a follower's emptying of the log also holds, so a log
+    /// emptied since the caller looked never leads by accident.
+    pub fn become_leader_checked(
+        &self,
+        me: i32,
+        epoch: i32,
+        isr: &[i32],
+        revision: i64,
+        allow_unhydrated: bool,
+    ) -> bool {
         let inner = self.lock();
+        if !allow_unhydrated && !self.replicas().hydrated {
+            return false;
+        }
         let leo = inner.log_end_offset();
         self.leader_epoch.fetch_max(epoch, Ordering::AcqRel);
         {
@@ -94,6 +116,7 @@ impl PartitionLog {
         if settle {
             self.settle_hydration_marker();
         }
+        true
     }
 
     /// Follows `leader` at `epoch`: appends now come only from
@@ -241,6 +264,17 @@ impl PartitionLog {
     /// Records a follower's fetch at `fetch_offset` (its durable end) and
     /// advances the high watermark. False when this broker does not lead.
     pub fn record_follower_fetch(&self, replica: i32, fetch_offset: i64) -> bool {
+        self.record_follower_fetch_from(replica, fetch_offset, -1)
+    }
+
+    /// [`Self::record_follower_fetch`], with the log start the follower
+    /// sent (-1: none).
+    pub fn record_follower_fetch_from(
+        &self,
+        replica: i32,
+        fetch_offset: i64,
+        log_start: i64,
+    ) -> bool {
         let leader_end = self.log_end_offset();
         let now = Instant::now();
         let mut st = self.replicas();
@@ -263,11 +297,17 @@ impl PartitionLog {
         }
         f.end = fetch_offset.min(leader_end);
         f.last_fetch = Some(now);
+        f.log_start = log_start;
         f.leader_end_at_last_fetch = leader_end;
-        // Appends every follower that fetched holds are of no more use.
+        // Appends every follower still copying holds are of no more use;
+        // one silent for a while (dead, cut off) does not pin them.
         if let Some(min_end) = followers
             .values()
-            .filter(|f| f.end >= 0)
+            .filter(|f| {
+                f.end >= 0
+                    && f.last_fetch
+                        .is_some_and(|t| now.saturating_duration_since(t) < TRIM_SILENCE)
+            })
             .map(|f| f.end)
             .min()
         {
@@ -447,8 +487,10 @@ impl PartitionLog {
     /// The ISR change removing `id` was not written: it counts again.
     pub fn isr_removal_failed(&self, id: i32) {
         let mut st = self.replicas();
-        if let Role::Leader { removing, .. } = &mut st.role {
+        if let Role::Leader { removing, acks, .. } = &mut st.role {
             removing.remove(&id);
+            // Not taken out: not judged as taken out either.
+            acks.eviction_not_written(id);
         }
         self.advance_high_watermark_locked(&st);
     }

@@ -4,7 +4,7 @@
 //! them when a reassignment moved them elsewhere. Called by the cluster
 //! reconciler; never decides what to host.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -17,10 +17,10 @@ use crate::topic_name::validate_topic_name;
 
 impl LogManager {
     /// Creates topic `name` (cluster id `id`, `count` partitions) with logs
-    /// for the `hosted` partitions only. `fresh`: the topic was created
-    /// while this process was registered, so no earlier process of this
-    /// broker held it; otherwise the logs start unhydrated (a replaced
-    /// disk may have lost what they acknowledged, `log/hydration.rs`).
+    /// for the `hosted` partitions only. `fresh`: the partitions created
+    /// while this process was registered, which no earlier process of this
+    /// broker held; the others' logs start unhydrated (a replaced disk may
+    /// have lost what they acknowledged, `log/hydration.rs`).
     pub fn create_hosted_topic(
         &self,
         name: &str,
@@ -28,7 +28,7 @@ impl LogManager {
         count: i32,
         hosted: &[i32],
         configs: BTreeMap<String, String>,
-        fresh: bool,
+        fresh: &BTreeSet<i32>,
     ) -> Result<Arc<Topic>, TopicError> {
         validate_topic_name(name)?;
         config::validate_overrides(&configs).map_err(TopicError::InvalidConfig)?;
@@ -43,7 +43,7 @@ impl LogManager {
         sorted.sort_unstable();
         sorted.dedup();
         for p in sorted {
-            let log = if fresh {
+            let log = if fresh.contains(&p) {
                 PartitionLog::create(&self.data_dir, name, p, shared.clone())?
             } else {
                 PartitionLog::create_unhydrated(&self.data_dir, name, p, shared.clone())?
@@ -79,7 +79,7 @@ impl LogManager {
         name: &str,
         count: i32,
         add: &[i32],
-        fresh: bool,
+        fresh: &BTreeSet<i32>,
     ) -> Result<(), TopicError> {
         let _admin = self.admin.lock().unwrap_or_else(|e| e.into_inner());
         let topic = self
@@ -93,7 +93,7 @@ impl LogManager {
         self.check_partition_capacity(new.len() as u64)?;
         let mut created = Vec::with_capacity(new.len());
         for p in new {
-            let log = if fresh {
+            let log = if fresh.contains(&p) {
                 PartitionLog::create(&self.data_dir, name, p, topic.config.clone())?
             } else {
                 PartitionLog::create_unhydrated(&self.data_dir, name, p, topic.config.clone())?

@@ -70,6 +70,8 @@ struct ReplicaManager {
     settings: ReplicationSettings,
     fetchers: HashMap<i32, ReplicaFetcher>,
     tiered: Option<Arc<dyn TieredEndSource>>,
+    /// This process's registration id (`Cluster::incarnation`).
+    incarnation: uuid::Uuid,
 }
 
 /// Starts the manager: it applies roles at every revision the reconciler
@@ -80,6 +82,7 @@ pub fn start(
     logs: Arc<LogManager>,
     settings: ReplicationSettings,
     tiered: Option<Arc<dyn TieredEndSource>>,
+    incarnation: uuid::Uuid,
     mut applied: watch::Receiver<i64>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -91,6 +94,7 @@ pub fn start(
         settings,
         fetchers: HashMap::new(),
         tiered,
+        incarnation,
     };
     let review_every =
         (settings.max_lag / 2).clamp(Duration::from_millis(50), Duration::from_secs(1));
@@ -170,9 +174,14 @@ impl ReplicaManager {
             BTreeMap::new();
         // This process's registration: a leadership written before it was
         // this broker's previous incarnation's.
-        let registered_at = snap.brokers.get(&self.me).map(|b| b.broker_epoch);
+        let registered_at = snap
+            .brokers
+            .get(&self.me)
+            .filter(|b| b.registration.incarnation == self.incarnation)
+            .map(|b| b.broker_epoch);
         for (topic, p, e, log) in hosted(&self.logs, self.me, snap) {
             let s = &e.state;
+            let mut lead_unhydrated = false;
             if s.leader == self.me && !log.hydrated() {
                 // Named leader with a log that lost what this replica
                 // acknowledged (log/hydration.rs): another replica leads,
@@ -188,6 +197,7 @@ impl ReplicaManager {
                     stepping_down.push((topic.to_string(), p, e.clone(), next));
                     continue;
                 }
+                lead_unhydrated = true;
                 // The only in-sync replica: it leads with what it has, at
                 // a new epoch if the leadership is an earlier process's.
                 if log.awaits_assignment() && registered_at.is_some_and(|at| e.mod_revision < at) {
@@ -210,7 +220,17 @@ impl ReplicaManager {
                 }
             }
             if s.leader == self.me {
-                log.become_leader(self.me, s.leader_epoch, &s.isr, snap.revision);
+                // Emptied since the check above (a fetcher of the previous
+                // leadership): not now; the next pass hands it over.
+                if !log.become_leader_checked(
+                    self.me,
+                    s.leader_epoch,
+                    &s.isr,
+                    snap.revision,
+                    lead_unhydrated,
+                ) {
+                    continue;
+                }
             } else {
                 log.become_follower(self.me, s.leader_epoch, s.leader);
                 if s.leader < 0 && s.fencing.is_some() && s.isr.contains(&self.me) {

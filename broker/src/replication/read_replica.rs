@@ -65,6 +65,8 @@ pub struct ReplicaView<'a> {
     /// How long ago the follower last fetched from the leader (None: not
     /// since this leadership began; the leader: None, unused).
     pub last_fetch_age: Option<Duration>,
+    /// The log start the follower last sent (-1: unknown).
+    pub log_start: i64,
 }
 
 /// What the leader knows when a consumer fetches `fetch_offset`.
@@ -80,6 +82,9 @@ pub struct Selection<'a> {
     pub fetch_offset: i64,
     /// A follower that has not fetched for longer is not chosen.
     pub max_fetch_age: Duration,
+    /// The log has a part in the bucket: a follower serves below its own
+    /// log start from there, so its log start does not matter.
+    pub tiered: bool,
 }
 
 /// The replica the consumer should read from instead of the leader, if
@@ -99,7 +104,10 @@ pub fn preferred_read_replica(selector: ReplicaSelector, s: &Selection<'_>) -> O
             && s.serving.contains(&f.id)
             && f.end >= s.fetch_offset
             && f.end >= 0
-            && f.last_fetch_age.is_some_and(|age| age <= s.max_fetch_age);
+            && f.last_fetch_age.is_some_and(|age| age <= s.max_fetch_age)
+            // Its retention may have removed what the consumer asks for
+            // (the leader's has not, or the fetch would be out of range).
+            && (s.tiered || f.log_start <= s.fetch_offset);
         if eligible && best.is_none_or(|b| f.end > b.end) {
             best = Some(f);
         }
@@ -117,6 +125,7 @@ mod tests {
             rack: (!rack.is_empty()).then_some(rack),
             end,
             last_fetch_age: Some(Duration::from_millis(100)),
+            log_start: 0,
         }
     }
 
@@ -130,6 +139,7 @@ mod tests {
             client_rack,
             fetch_offset,
             max_fetch_age: Duration::from_secs(1),
+            tiered: false,
         };
         preferred_read_replica(ReplicaSelector::RackAware, &s)
     }
@@ -158,6 +168,34 @@ mod tests {
     }
 
     #[test]
+    fn a_follower_whose_retention_removed_the_offset_is_not_chosen_unless_tiered() {
+        let serving: BTreeSet<i32> = [1, 2, 3].into_iter().collect();
+        let mut s = Selection {
+            leader: view(1, "a", 100),
+            followers: vec![view(2, "b", 100), view(3, "b", 100)],
+            isr: &[1, 2, 3],
+            serving: &serving,
+            client_rack: "b",
+            fetch_offset: 10,
+            max_fetch_age: Duration::from_secs(1),
+            tiered: false,
+        };
+        s.followers[0].log_start = 50;
+        assert_eq!(
+            preferred_read_replica(ReplicaSelector::RackAware, &s),
+            Some(3)
+        );
+        s.followers[1].log_start = 11;
+        assert_eq!(preferred_read_replica(ReplicaSelector::RackAware, &s), None);
+        // Below its hot tail a follower of a tiered topic reads the bucket.
+        s.tiered = true;
+        assert_eq!(
+            preferred_read_replica(ReplicaSelector::RackAware, &s),
+            Some(2)
+        );
+    }
+
+    #[test]
     fn a_follower_that_stopped_fetching_is_not_chosen() {
         let serving: BTreeSet<i32> = [1, 2, 3].into_iter().collect();
         let mut s = Selection {
@@ -168,6 +206,7 @@ mod tests {
             client_rack: "b",
             fetch_offset: 0,
             max_fetch_age: Duration::from_secs(1),
+            tiered: false,
         };
         s.followers[0].last_fetch_age = Some(Duration::from_secs(5));
         assert_eq!(
@@ -189,6 +228,7 @@ mod tests {
             client_rack: "b",
             fetch_offset: 0,
             max_fetch_age: Duration::from_secs(1),
+            tiered: false,
         };
         assert_eq!(preferred_read_replica(ReplicaSelector::Leader, &s), None);
         assert_eq!(

@@ -289,6 +289,10 @@ fn preferred_replica(
                 .find(|(f, _)| f == id)
                 .and_then(|(_, p)| p.last_fetch)
                 .map(|t| t.elapsed()),
+            log_start: progress
+                .iter()
+                .find(|(f, _)| f == id)
+                .map_or(-1, |(_, p)| p.log_start),
         })
         .collect();
     let own_rack = b.rack();
@@ -300,12 +304,14 @@ fn preferred_replica(
                 rack: own_rack.as_deref(),
                 end: log.log_end_offset(),
                 last_fetch_age: None,
+                log_start: log.log_start_offset(),
             },
             followers,
             isr: &entry.state.isr,
             serving,
             client_rack,
             fetch_offset,
+            tiered: log.remote_log_start_offset().is_some(),
             // A healthy follower's long poll returns within
             // replica.fetch.wait.max.ms, and it fetches again at once.
             max_fetch_age: Duration::from_millis(

@@ -79,7 +79,7 @@ pub async fn handle(
                 let in_range = p.fetch_offset >= l.local_log_start_offset()
                     && p.fetch_offset <= l.log_end_offset();
                 if in_range {
-                    l.record_follower_fetch(replica, p.fetch_offset);
+                    l.record_follower_fetch_from(replica, p.fetch_offset, p.log_start_offset);
                 }
             }
             targets.push(Target {
