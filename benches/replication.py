@@ -36,8 +36,10 @@ broker's lease expires.
 
 Bytes between brokers: over the last rf3 throughput phase, the record
 bytes the followers fetched (strata_replica_fetched_bytes_total, summed
-over the brokers) per byte of the leaders' segments (2.0: each of two
-followers fetched every byte once, nothing twice).
+over the brokers: the record bytes of every fetch response that moved a
+follower's log forward; protocol framing and responses that brought
+only what the follower had are not counted) per byte of the leaders'
+segments (2.0: each of two followers fetched every byte once).
 
 Replaced broker (--replaced-mb, 0 to skip): a second cluster of three
 brokers sharing one bucket (strata-s3 from local-stack/, on tmpfs); a
@@ -71,7 +73,7 @@ sys.path.insert(0, str(E2E))
 import kutil  # noqa: E402
 from confluent_kafka.admin import NewTopic  # noqa: E402
 from etcdutil import EtcdCluster  # noqa: E402
-from strata_broker import Broker  # noqa: E402
+from strata_broker import Broker, port_accepts  # noqa: E402
 
 
 def quantile(xs, q):
@@ -252,15 +254,15 @@ def replaced_broker(args, base: Path) -> dict:
     env = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench-secret-key",
            "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true",
            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"}
-    kutil.wait_until(lambda: socket.create_connection(("127.0.0.1", port), timeout=0.5).close() or True,
-                     30, 0.1, "strata-s3 listening")
     seg = 4 << 20
     hot = args.hot_window_mb << 20
-    c = Cluster(args, base / "replaced", store_url=f"s3://strata/replaced-{int(time.time())}", env=env,
-                extra_settings={"remote.log.manager.task.interval.ms": 500,
-                                "log.retention.check.interval.ms": 500,
-                                "replica.lag.time.max.ms": 10000})
+    c = None
     try:
+        kutil.wait_until(lambda: port_accepts("127.0.0.1", port), 30, 0.1, "strata-s3 listening")
+        c = Cluster(args, base / "replaced", store_url=f"s3://strata/replaced-{int(time.time())}", env=env,
+                    extra_settings={"remote.log.manager.task.interval.ms": 500,
+                                    "log.retention.check.interval.ms": 500,
+                                    "replica.lag.time.max.ms": 10000})
         topic = kutil.unique("replaced")
         c.admin.create_topics([NewTopic(topic, 1, 3, config={
             "min.insync.replicas": "2", "remote.storage.enable": "true",
@@ -295,13 +297,15 @@ def replaced_broker(args, base: Path) -> dict:
         victim.kill9()
         shutil.rmtree(victim.data_dir)
         Path(victim.data_dir).mkdir(parents=True)
-        t1 = time.perf_counter()
-        victim.start()
 
-        def back():
+        def in_isr():
             t = c.admin.list_topics(topic=topic, timeout=10).topics[topic]
             return victim_id in t.partitions[0].isrs
-        kutil.wait_until(back, 300, 0.1, "the replaced broker back in the ISR")
+        # Out of the ISR first (its session expires), or "back" is at once.
+        kutil.wait_until(lambda: not in_isr(), 120, 0.2, "the killed broker out of the ISR")
+        t1 = time.perf_counter()
+        victim.start()
+        kutil.wait_until(in_isr, 300, 0.1, "the replaced broker back in the ISR")
         rejoin_s = time.perf_counter() - t1
         fetched = metric(victim, "strata_replica_fetched_bytes_total")
         # A full copy moves every record: at least the records' bytes.
@@ -312,7 +316,8 @@ def replaced_broker(args, base: Path) -> dict:
                 "leader_local_bytes": local_bytes(c.brokers[leader]),
                 "tiered_starts": metric(victim, "strata_replica_tiered_starts_total")}
     finally:
-        c.close()
+        if c:
+            c.close()
         s3.kill()
         shutil.rmtree(root, ignore_errors=True)
 
@@ -371,6 +376,9 @@ def main():
                 fetched_before = fetched_by_followers(c)
                 res = throughput(c, args, rf, vals, keep=last)
                 if last:
+                    # Every follower caught up before the counts are read.
+                    kutil.wait_until(lambda: (lambda x: x["follower_bytes"] >= 2 * x["leader_bytes"])(
+                        copies(c, res["topic"])), 60, 0.2, "followers caught up")
                     res.update(copies(c, res["topic"]))
                     res["fetched_bytes"] = fetched_by_followers(c) - fetched_before
                     res["fetched_bytes_per_leader_byte"] = (

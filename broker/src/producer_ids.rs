@@ -32,6 +32,10 @@ pub const BLOCK: i64 = 1000;
 const SPAN: i64 = 1 << 40;
 /// The first id of the cluster's shared counter: above every node range.
 pub const SHARED_BASE: i64 = 1 << 62;
+/// Shared ids are handed out below this; a larger id found in a partition
+/// was made up by a client (a produce with an unknown producer id and
+/// sequence 0 is accepted) and sets no floor.
+pub const SHARED_LIMIT: i64 = SHARED_BASE + (1 << 61);
 
 #[derive(Debug)]
 struct State {
@@ -109,7 +113,8 @@ impl ProducerIdManager {
     /// queued, and less than half of the current one left).
     pub fn wants_block(&self) -> bool {
         let st = self.state();
-        st.shared && st.queued.is_none() && st.end - st.next < BLOCK / 2
+        let next = st.next.max(st.floor);
+        st.shared && (st.queued.is_none_or(|(_, end)| end <= st.floor)) && st.end - next < BLOCK / 2
     }
 
     /// Shared ids below this must not be handed out (see `State::floor`).
@@ -139,8 +144,20 @@ impl ProducerIdManager {
     /// id is handed out.
     pub fn reserve_above(&self, id: i64) -> io::Result<()> {
         if id >= SHARED_BASE {
+            if id >= SHARED_LIMIT {
+                tracing::warn!(
+                    producer_id = id,
+                    "ignored a producer id no broker hands out"
+                );
+                return Ok(());
+            }
             let mut st = self.state();
-            st.floor = st.floor.max(id.saturating_add(1));
+            st.floor = st.floor.max(id + 1);
+            let behind = st.shared && st.next < st.floor && st.floor >= st.end;
+            drop(st);
+            if behind {
+                self.block_wanted.notify_one();
+            }
             return Ok(());
         }
         // Another node's ids can never come from this one.

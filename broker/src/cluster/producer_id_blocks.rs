@@ -43,7 +43,14 @@ pub async fn take_block(store: &dyn ClusterStore, floor: i64) -> Result<(i64, i6
             None => (SHARED_BASE, Compare::Absent(NEXT_BLOCK_KEY.to_string())),
         };
         let start = start.max(floor);
-        let end = start + BLOCK;
+        let end = start
+            .checked_add(BLOCK)
+            .filter(|end| *end <= crate::producer_ids::SHARED_LIMIT)
+            .ok_or_else(|| {
+                StoreError::Protocol(format!(
+                    "{NEXT_BLOCK_KEY}: the shared producer id range is exhausted"
+                ))
+            })?;
         let put = Op::put(NEXT_BLOCK_KEY, end.to_string().into_bytes());
         if store.txn(vec![guard], vec![put]).await?.succeeded {
             return Ok((start, end));

@@ -54,6 +54,9 @@ struct FollowerSamples {
 pub struct AckLatency {
     /// (log end after the append, when).
     appends: VecDeque<(i64, Instant)>,
+    /// The newest append dropped by `trim` or the cap: a follower that
+    /// comes back from behind it waited at least since then.
+    dropped: Option<(i64, Instant)>,
     followers: HashMap<i32, FollowerSamples>,
 }
 
@@ -63,7 +66,7 @@ impl AckLatency {
             return;
         }
         if self.appends.len() == MAX_APPENDS {
-            self.appends.pop_front();
+            self.dropped = self.appends.pop_front().or(self.dropped);
         }
         self.appends.push_back((end, now));
     }
@@ -76,9 +79,18 @@ impl AckLatency {
         }
         // Appends every follower holds are of no more use.
         let idx = self.appends.partition_point(|(end, _)| *end <= old_end);
-        let Some((_, at)) = self.appends.get(idx).copied() else {
+        let Some((_, mut at)) = self.appends.get(idx).copied() else {
             return;
         };
+        // Its oldest covered append was dropped (it was silent, or far
+        // behind): it waited at least since the newest dropped one.
+        if idx == 0 {
+            if let Some((end, dropped_at)) = self.dropped {
+                if end > old_end {
+                    at = at.min(dropped_at);
+                }
+            }
+        }
         let f = self.followers.entry(replica).or_default();
         f.since.get_or_insert(now);
         if f.samples.len() == MAX_SAMPLES {
@@ -91,7 +103,7 @@ impl AckLatency {
     /// Drops appends every follower still copying holds (`min_end`).
     pub fn trim(&mut self, min_end: i64) {
         while self.appends.front().is_some_and(|(end, _)| *end <= min_end) {
-            self.appends.pop_front();
+            self.dropped = self.appends.pop_front().or(self.dropped);
         }
     }
 
@@ -417,5 +429,19 @@ mod tests {
         );
         assert!(l.may_rejoin(4, &[2, 3], &rule(2), now), "never taken out");
         assert_eq!(l.slow_followers(&[2, 3, 4], 4, &rule(2), now).len(), 1);
+    }
+
+    #[test]
+    fn a_follower_back_from_behind_trimmed_appends_is_measured_from_them() {
+        let t = Instant::now();
+        let mut l = AckLatency::default();
+        l.note_append(10, t);
+        l.note_append(20, t + Duration::from_secs(1));
+        l.note_append(30, t + Duration::from_secs(20));
+        // The others passed 20 while follower 3 was silent.
+        l.trim(20);
+        l.note_fetch(3, 5, 30, t + Duration::from_secs(21));
+        let f = &l.followers[&3];
+        assert_eq!(f.samples.back().map(|s| s.1), Some(Duration::from_secs(20)));
     }
 }
