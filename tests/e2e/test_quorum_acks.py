@@ -30,12 +30,13 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
 import kutil
 from test_cluster_membership import SETTINGS, etcd, internal_rf, wait_for  # noqa: F401
 from test_replication import _fresh_admins, admin, log_bytes, partitions, store_partition  # noqa: F401
+from test_slow_followers import read_back
 
 STOP_S = 6.0
 
@@ -91,17 +92,8 @@ class Acks:
 
 
 def read_keys(b, topic, n):
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": kutil.unique("g"),
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, 0, 0)])
-    got = []
-    deadline = time.monotonic() + 60
-    while len(got) < n and time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is not None and not m.error():
-            got.append((m.offset(), int(m.key())))
-    c.close()
-    return got
+    """(offset, key as an int) of partition 0's first n records."""
+    return [(o, int(k)) for o, k in read_back(b, topic, n)]
 
 
 def check(b, topic, acked):

@@ -9,6 +9,7 @@ use crate::config::{BrokerConfig, TopicConfig};
 use crate::log::batch::{self, testing, BatchHeader};
 use crate::log::partition_log::{LogError, PartitionLog, SharedConfig};
 use crate::log::read::Isolation;
+use crate::log::replica_state::IsrReview;
 
 fn config(sets: &[&str]) -> Arc<SharedConfig> {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
@@ -415,6 +416,21 @@ fn quorum_leader() -> (tempfile::TempDir, Arc<PartitionLog>) {
     (dir, log)
 }
 
+/// `leader` leads 1, 2, 3 with ten records fsynced that 2 holds and 3
+/// lacks; then neither fetches while one more record comes: the review of
+/// the ISR after that (lag limit 20 ms).
+fn review_after_followers_stall(leader: &Arc<PartitionLog>) -> IsrReview {
+    let live: std::collections::BTreeSet<i32> = [1, 2, 3].into();
+    leader.become_leader(1, 1, &[1, 2, 3], 10);
+    append(leader, &testing::batch(10, 10, 1_000));
+    leader.flush().unwrap();
+    leader.record_follower_fetch(2, 10);
+    leader.record_follower_fetch(3, 0);
+    std::thread::sleep(Duration::from_millis(30));
+    append(leader, &testing::batch(1, 10, 1_000));
+    leader.isr_review(&[1, 2, 3], &live, Duration::from_millis(20), None)
+}
+
 #[test]
 fn a_quorum_leaders_high_watermark_is_the_kth_greatest_end() {
     let (_d, leader) = quorum_leader();
@@ -441,29 +457,14 @@ fn a_quorum_leaders_high_watermark_is_the_kth_greatest_end() {
 #[test]
 fn a_quorum_leader_keeps_k_holders_of_the_high_watermark_in_the_isr() {
     let (_d, leader) = quorum_leader();
-    let live: std::collections::BTreeSet<i32> = [1, 2, 3].into();
-    leader.become_leader(1, 1, &[1, 2, 3], 10);
-    append(&leader, &testing::batch(10, 10, 1_000));
-    leader.flush().unwrap();
-    leader.record_follower_fetch(2, 10);
-    leader.record_follower_fetch(3, 0);
-    assert_eq!(leader.high_watermark(), 10);
     // Both stop fetching: 3 (lacking the high watermark) may leave, 2
     // (the only other holder) may not.
-    std::thread::sleep(Duration::from_millis(30));
-    append(&leader, &testing::batch(1, 10, 1_000));
-    let review = leader.isr_review(&[1, 2, 3], &live, Duration::from_millis(20), None);
+    let review = review_after_followers_stall(&leader);
     assert_eq!(review.out_of_sync, vec![3]);
+    assert_eq!(leader.high_watermark(), 10, "the leader and 2 hold it");
     // In an ISR-mode topic both would go.
     let (_d2, isr_leader, _f) = two_logs(&[]);
-    isr_leader.become_leader(1, 1, &[1, 2, 3], 10);
-    append(&isr_leader, &testing::batch(10, 10, 1_000));
-    isr_leader.flush().unwrap();
-    isr_leader.record_follower_fetch(2, 10);
-    isr_leader.record_follower_fetch(3, 0);
-    std::thread::sleep(Duration::from_millis(30));
-    append(&isr_leader, &testing::batch(1, 10, 1_000));
-    let review = isr_leader.isr_review(&[1, 2, 3], &live, Duration::from_millis(20), None);
+    let review = review_after_followers_stall(&isr_leader);
     assert_eq!(review.out_of_sync, vec![2, 3]);
 }
 
@@ -482,15 +483,7 @@ fn a_quorum_high_watermark_never_passes_the_leaders_own_fsynced_end() {
 #[test]
 fn a_quorum_removal_under_way_already_bounds_the_high_watermark() {
     let (_d, leader) = quorum_leader();
-    let live: std::collections::BTreeSet<i32> = [1, 2, 3].into();
-    leader.become_leader(1, 1, &[1, 2, 3], 10);
-    append(&leader, &testing::batch(10, 10, 1_000));
-    leader.flush().unwrap();
-    leader.record_follower_fetch(2, 10);
-    leader.record_follower_fetch(3, 0);
-    std::thread::sleep(Duration::from_millis(30));
-    append(&leader, &testing::batch(1, 10, 1_000));
-    let review = leader.isr_review(&[1, 2, 3], &live, Duration::from_millis(20), None);
+    let review = review_after_followers_stall(&leader);
     assert_eq!(review.out_of_sync, vec![3]);
     // While the removal is written, 3 catches up and 2 stalls: what only
     // the leader and 3 hold is not acknowledged (the ISR may become
