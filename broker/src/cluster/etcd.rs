@@ -129,11 +129,7 @@ impl EtcdStore {
                     last_err = format!("{url}: {e}");
                     continue;
                 }
-                Err(e) => {
-                    return Err(StoreError::Unavailable(format!(
-                        "{url}: {e} (outcome unknown)"
-                    )))
-                }
+                Err(e) => return Err(StoreError::OutcomeUnknown(format!("{url}: {e}"))),
             };
             let status = resp.status();
             let text = match resp.text().await {
@@ -142,11 +138,7 @@ impl EtcdStore {
                     last_err = format!("{url}: {e}");
                     continue;
                 }
-                Err(e) => {
-                    return Err(StoreError::Unavailable(format!(
-                        "{url}: {e} (outcome unknown)"
-                    )))
-                }
+                Err(e) => return Err(StoreError::OutcomeUnknown(format!("{url}: {e}"))),
             };
             let v: Value = serde_json::from_str(&text)
                 .map_err(|e| StoreError::Protocol(format!("{url}: {e}: {text:.200}")))?;
@@ -169,8 +161,8 @@ impl EtcdStore {
             // No leader, timed out, too many requests: another member may
             // do — except a transaction that may have been applied.
             if !idempotent && !msg.contains("no leader") {
-                return Err(StoreError::Unavailable(format!(
-                    "{url}: {status}: {msg} (outcome unknown)"
+                return Err(StoreError::OutcomeUnknown(format!(
+                    "{url}: {status}: {msg}"
                 )));
             }
             last_err = format!("{url}: {status}: {msg}");

@@ -132,6 +132,10 @@ pub enum StoreError {
     /// No store endpoint answered (down, no quorum, network).
     #[error("metadata store unavailable: {0}")]
     Unavailable(String),
+    /// A transaction was sent and no answer came back: it may or may not
+    /// have been applied (the caller reads to find out, or reports it).
+    #[error("metadata store unavailable: {0} (outcome unknown)")]
+    OutcomeUnknown(String),
     /// The store answered with something this broker cannot use.
     #[error("metadata store protocol error: {0}")]
     Protocol(String),

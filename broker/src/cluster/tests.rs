@@ -568,3 +568,101 @@ async fn logs_of_partitions_older_than_this_process_start_unhydrated() {
         "an earlier process's registration"
     );
 }
+
+/// A store whose transactions lose their answer: `applied_then` times
+/// after applying, `before` times without applying.
+#[derive(Debug)]
+struct LosesAnswers {
+    inner: Arc<dyn ClusterStore>,
+    applied_then: std::sync::atomic::AtomicUsize,
+    before: std::sync::atomic::AtomicUsize,
+}
+
+fn take_one(n: &std::sync::atomic::AtomicUsize) -> bool {
+    use std::sync::atomic::Ordering;
+    n.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| v.checked_sub(1))
+        .is_ok()
+}
+
+#[async_trait::async_trait]
+impl ClusterStore for LosesAnswers {
+    fn describe(&self) -> String {
+        "loses answers".to_string()
+    }
+    async fn get(&self, key: &str) -> Result<Option<store::KeyValue>, StoreError> {
+        self.inner.get(key).await
+    }
+    async fn list(
+        &self,
+        prefix: &str,
+    ) -> Result<(Vec<store::KeyValue>, store::Revision), StoreError> {
+        self.inner.list(prefix).await
+    }
+    async fn txn(
+        &self,
+        compares: Vec<Compare>,
+        ops: Vec<Op>,
+    ) -> Result<store::TxnOutcome, StoreError> {
+        if take_one(&self.before) {
+            return Err(StoreError::OutcomeUnknown("lost before".into()));
+        }
+        let outcome = self.inner.txn(compares, ops).await?;
+        if take_one(&self.applied_then) {
+            return Err(StoreError::OutcomeUnknown("lost after".into()));
+        }
+        Ok(outcome)
+    }
+    async fn grant_lease(&self, ttl: Duration) -> Result<store::LeaseId, StoreError> {
+        self.inner.grant_lease(ttl).await
+    }
+    async fn keep_alive(&self, lease: store::LeaseId) -> Result<(), StoreError> {
+        self.inner.keep_alive(lease).await
+    }
+    async fn revoke_lease(&self, lease: store::LeaseId) -> Result<(), StoreError> {
+        self.inner.revoke_lease(lease).await
+    }
+    async fn watch(
+        &self,
+        prefix: &str,
+        from: store::Revision,
+    ) -> Result<store::WatchStream, StoreError> {
+        self.inner.watch(prefix, from).await
+    }
+}
+
+/// A topic creation whose answer was lost reads the key back: created
+/// (its id) is a success, absent is tried again, another id is a loss.
+#[tokio::test]
+async fn a_topic_creation_whose_answer_is_lost_is_resolved_by_reading_it_back() {
+    let store = LosesAnswers {
+        inner: EmbeddedStore::new(),
+        applied_then: 1.into(),
+        before: 0.into(),
+    };
+    let id = uuid::Uuid::new_v4();
+    let created = topics::create_topic(&store, "a", id, Default::default(), &[vec![1]])
+        .await
+        .unwrap();
+    assert!(created.is_some(), "applied, then the answer was lost");
+    let store = LosesAnswers {
+        inner: EmbeddedStore::new(),
+        applied_then: 0.into(),
+        before: 1.into(),
+    };
+    let created = topics::create_topic(&store, "b", id, Default::default(), &[vec![1]])
+        .await
+        .unwrap();
+    assert!(created.is_some(), "lost before it was applied: tried again");
+    assert!(store.get("topics/b").await.unwrap().is_some());
+    // Someone else's topic of that name: not this creation's.
+    let other = topics::create_topic(
+        &store,
+        "b",
+        uuid::Uuid::new_v4(),
+        Default::default(),
+        &[vec![1]],
+    )
+    .await
+    .unwrap();
+    assert!(other.is_none());
+}

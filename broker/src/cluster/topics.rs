@@ -18,7 +18,7 @@ use super::records::{
     encode, partition_key, topic_key, PartitionState, TopicRecord, PARTITIONS_PREFIX,
     REPORTS_PREFIX,
 };
-use super::store::{ClusterStore, Compare, Op, Revision, StoreError};
+use super::store::{ClusterStore, Compare, Op, Revision, StoreError, TxnOutcome};
 
 /// Operations per transaction, under etcd's default limit of 128.
 const OPS_PER_TXN: usize = 100;
@@ -126,9 +126,34 @@ async fn create_topic_with(
         ops.push(Op::put(partition_key(name, p as i32), encode(state)));
     }
     // Leftover partition keys of a topic deleted half-way are overwritten.
-    let outcome = store
-        .txn(vec![Compare::Absent(topic_key(name))], ops)
-        .await?;
+    let create = || store.txn(vec![Compare::Absent(topic_key(name))], ops.clone());
+    let outcome = match create().await {
+        Ok(outcome) => outcome,
+        // Sent, unanswered (a member restarting): the key says whether it
+        // was applied, since the record carries this creation's id. Absent,
+        // it is tried once more (if the first lands later, the second's
+        // guard fails and the read after it finds this id).
+        Err(StoreError::OutcomeUnknown(why)) => {
+            tracing::info!(topic = name, error = %why, "topic creation outcome unknown; reading it back");
+            match created_by(store, name, id).await? {
+                Some(revision) => TxnOutcome {
+                    succeeded: true,
+                    revision,
+                },
+                None => {
+                    let again = create().await?;
+                    match created_by(store, name, id).await? {
+                        Some(revision) if !again.succeeded => TxnOutcome {
+                            succeeded: true,
+                            revision,
+                        },
+                        _ => again,
+                    }
+                }
+            }
+        }
+        Err(e) => return Err(e),
+    };
     if !outcome.succeeded {
         return Ok(None);
     }
@@ -138,6 +163,21 @@ async fn create_topic_with(
     put_partitions(store, name, outcome.revision, head.len() as i32, rest)
         .await
         .map(Some)
+}
+
+/// The creation revision of topic `name` if its record is the one with
+/// `id` (this creation's).
+async fn created_by(
+    store: &dyn ClusterStore,
+    name: &str,
+    id: Uuid,
+) -> Result<Option<Revision>, StoreError> {
+    Ok(store.get(&topic_key(name)).await?.and_then(|kv| {
+        serde_json::from_slice::<TopicRecord>(&kv.value)
+            .ok()
+            .filter(|r| r.id == id)
+            .map(|_| kv.create_revision)
+    }))
 }
 
 /// Raises `name`'s partition count to `from + new.len()`, if its record is
