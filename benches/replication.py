@@ -15,7 +15,10 @@ same cluster, so the ratios compare figures measured seconds apart:
   replication factor (rf3 with min.insync.replicas=2), confluent-kafka,
   acks=all, idempotent, linger.ms=5; produce all, then flush().
 - rf1 / rf3 latency: --rate records/s for --latency-seconds, each
-  record's time from produce() to its delivery report (p50, p99).
+  record's time from produce() to its delivery report (p50, p99), with
+  linger.ms=0 so the figure is the brokers' round trip; each starts once
+  the brokers are idle (the throughput phase before leaves segments to
+  tier and logs to delete).
 Each phase starts after one acknowledged record per partition (warm-up:
 the producer id, connections, leaders and followers in place).
 Order: (rf1, rf3) x --rounds. The summary's ratio is the median rf3
@@ -192,9 +195,31 @@ def throughput(c: Cluster, args, rf: int, vals, keep: bool = False) -> dict:
     return res
 
 
+def wait_quiet(c: Cluster, timeout: float = 60.0) -> float:
+    """Waits until the brokers are idle (together under 5 % of a core over
+    half a second): a throughput phase leaves work behind (sealed segments
+    to tier, deleted topics' logs) that would otherwise land in the next
+    latency phase. Returns the seconds waited."""
+    t0 = time.perf_counter()
+
+    def cpu():
+        return sum(b.cpu_seconds() or 0.0 for b in c.brokers.values() if b.alive())
+    last = cpu()
+    while time.perf_counter() - t0 < timeout:
+        time.sleep(0.5)
+        now = cpu()
+        if now - last < 0.025:
+            break
+        last = now
+    return time.perf_counter() - t0
+
+
 def latency(c: Cluster, args, rf: int, vals) -> dict:
     topic = c.create(kutil.unique(f"lat{rf}"), args.partitions, rf)
-    p = producer(c)
+    settled = wait_quiet(c)
+    # No linger: each record is sent at once, so the figure is the
+    # brokers' round trip, not the client's batching delay.
+    p = producer(c, **{"linger.ms": 0})
     warm_up(p, topic, args.partitions)
     lat: list[float] = []
     errors: list = []
@@ -217,7 +242,8 @@ def latency(c: Cluster, args, rf: int, vals) -> dict:
     assert p.flush(60) == 0 and not errors, errors[:3]
     c.delete(topic)
     return {"phase": f"rf{rf}-latency", "records": n, "rate": args.rate,
-            "p50_ms": quantile(lat, 0.5), "p99_ms": quantile(lat, 0.99), "max_ms": max(lat)}
+            "p50_ms": quantile(lat, 0.5), "p99_ms": quantile(lat, 0.99), "max_ms": max(lat),
+            "settled_s": round(settled, 1)}
 
 
 def copies(c: Cluster, topic: str) -> dict:
@@ -363,6 +389,8 @@ def main():
     ap.add_argument("--data-on-disk", action="store_true")
     ap.add_argument("--replaced-mb", type=int, default=256)
     ap.add_argument("--hot-window-mb", type=int, default=16)
+    ap.add_argument("--latency-only", action="store_true",
+                    help="only the rf1/rf3 latency phases (no throughput, failover or replaced broker)")
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="strata-repl-bench-",
                                  dir=None if args.data_on_disk else "/dev/shm"))
@@ -372,6 +400,11 @@ def main():
     try:
         for r in range(args.rounds):
             for rf in (1, 3):
+                if args.latency_only:
+                    res = latency(c, args, rf, vals)
+                    phases.append(res)
+                    print(json.dumps(res), flush=True)
+                    continue
                 last = r == args.rounds - 1 and rf == 3
                 fetched_before = fetched_by_followers(c)
                 res = throughput(c, args, rf, vals, keep=last)
@@ -389,10 +422,10 @@ def main():
                 res = latency(c, args, rf, vals)
                 phases.append(res)
                 print(json.dumps(res), flush=True)
-        fo = failovers(c, args)
+        fo = [] if args.latency_only else failovers(c, args)
     finally:
         c.close()
-    replaced = replaced_broker(args, base) if args.replaced_mb > 0 else None
+    replaced = replaced_broker(args, base) if args.replaced_mb > 0 and not args.latency_only else None
     if replaced:
         print(json.dumps(replaced), flush=True)
 
@@ -411,7 +444,8 @@ def main():
             (p["fetched_bytes_per_leader_byte"] for p in phases if "fetched_bytes" in p), None),
         "replaced_broker": replaced,
     }
-    summary["rf3_over_rf1_throughput"] = summary["rf3_records_per_s"] / summary["rf1_records_per_s"]
+    summary["rf3_over_rf1_throughput"] = (summary["rf3_records_per_s"] / summary["rf1_records_per_s"]
+                                          if summary["rf1_records_per_s"] else None)
     summary["rf3_over_rf1_p99"] = summary["rf3_p99_ms"] / summary["rf1_p99_ms"]
     out = REPO / "bench-results"
     out.mkdir(exist_ok=True)

@@ -33,7 +33,7 @@ use tracing::Instrument;
 use super::client::{BrokerClient, ClientError};
 use super::tiered_start::TieredEndSource;
 use crate::cluster::view::ClusterView;
-use crate::log::PartitionLog;
+use crate::log::{LogError, PartitionLog};
 
 /// Fetch versions this client speaks (replica id in the request body,
 /// topics by name).
@@ -431,70 +431,26 @@ impl FetcherTask {
                 .iter()
                 .all(|r| r.records.as_ref().is_none_or(|b| b.is_empty()))
         });
+        let mut fetched = Vec::new();
+        let mut resets = Vec::new();
         for t in resp.responses {
             for r in t.partitions {
                 let key = (t.topic.0.to_string(), r.partition_index);
                 let Some((_, f)) = parts.iter().find(|(k, _)| *k == key) else {
                     continue;
                 };
-                let fetch_offset = offsets.get(&key).copied().unwrap_or(-1);
                 match ResponseError::try_from_code(r.error_code) {
-                    None => {
-                        let log = f.log.clone();
-                        let records = r.records.unwrap_or_default();
-                        let hw = r.high_watermark;
-                        let epoch = f.leader_epoch;
-                        let appended = tokio::task::spawn_blocking(move || {
-                            let appended = if records.is_empty() {
-                                Ok(0)
-                            } else {
-                                let before = log.log_end_offset();
-                                let r = log.append_as_follower(&records, epoch);
-                                if r.as_ref().is_ok_and(|end| *end > before) {
-                                    REPLICATED_BYTES
-                                        .fetch_add(records.len() as u64, Ordering::Relaxed);
-                                }
-                                r
-                            };
-                            // Whatever went in is made durable before the
-                            // next fetch reports it.
-                            log.flush()?;
-                            appended?;
-                            log.set_leader_high_watermark(hw, epoch);
-                            if nothing_returned {
-                                log.caught_up_with_leader(epoch);
-                            }
-                            Ok::<(), crate::log::LogError>(())
-                        })
-                        .await;
-                        match appended {
-                            Ok(Ok(())) => {}
-                            // Superseded by a newer assignment: it takes over.
-                            Ok(Err(crate::log::LogError::StaleLeaderEpoch { .. })) => {}
-                            Ok(Err(crate::log::LogError::NotContiguous { .. })) => {
-                                // Overlapping the leader's batches: diverged.
-                                // Look for the divergence again, after a pause.
-                                self.set_phase(&key, f.leader_epoch, self.delay())
-                            }
-                            Ok(Err(crate::log::LogError::Io(e))) => {
-                                // As the leader's flusher: an fsync failure
-                                // may have lost what it reported durable.
-                                tracing::error!(topic = %key.0, partition = key.1, error = %e,
-                                    "writing replicated records failed; stopping the broker");
-                                std::process::exit(70);
-                            }
-                            Ok(Err(e)) => {
-                                tracing::warn!(topic = %key.0, partition = key.1, error = %e,
-                                    "cannot append replicated records");
-                                self.set_phase(&key, f.leader_epoch, self.delay());
-                            }
-                            Err(_) => self.set_phase(&key, f.leader_epoch, self.delay()),
-                        }
-                    }
+                    None => fetched.push(Fetched {
+                        key,
+                        log: f.log.clone(),
+                        epoch: f.leader_epoch,
+                        records: r.records.unwrap_or_default(),
+                        high_watermark: r.high_watermark,
+                    }),
                     Some(ResponseError::OffsetOutOfRange)
                     | Some(ResponseError::OffsetMovedToTieredStorage) => {
-                        self.reset_start(client, &key, f, fetch_offset, r.log_start_offset)
-                            .await?;
+                        let fetch_offset = offsets.get(&key).copied().unwrap_or(-1);
+                        resets.push((key, f.clone(), fetch_offset, r.log_start_offset));
                     }
                     Some(e) => {
                         tracing::debug!(topic = %key.0, partition = key.1, error = ?e,
@@ -504,7 +460,56 @@ impl FetcherTask {
                 }
             }
         }
+        if !fetched.is_empty() {
+            // One blocking task for the whole response: a hand-off to the
+            // blocking pool per partition cost more CPU than the writes.
+            let keys: Vec<(Key, i32)> = fetched.iter().map(|p| (p.key.clone(), p.epoch)).collect();
+            match tokio::task::spawn_blocking(move || write_fetched(fetched, nothing_returned))
+                .await
+            {
+                Ok(written) => {
+                    for (key, epoch, result) in written {
+                        self.after_write(&key, epoch, result);
+                    }
+                }
+                Err(_) => {
+                    for (key, epoch) in keys {
+                        self.set_phase(&key, epoch, self.delay());
+                    }
+                }
+            }
+        }
+        for (key, f, fetch_offset, leader_log_start) in resets {
+            self.reset_start(client, &key, &f, fetch_offset, leader_log_start)
+                .await?;
+        }
         Ok(())
+    }
+
+    /// What writing one partition's fetched records came to.
+    fn after_write(&self, key: &Key, epoch: i32, result: Result<(), LogError>) {
+        match result {
+            Ok(()) => {}
+            // Superseded by a newer assignment: it takes over.
+            Err(LogError::StaleLeaderEpoch { .. }) => {}
+            Err(LogError::NotContiguous { .. }) => {
+                // Overlapping the leader's batches: diverged. Look for the
+                // divergence again, after a pause.
+                self.set_phase(key, epoch, self.delay())
+            }
+            Err(LogError::Io(e)) => {
+                // As the leader's flusher: an fsync failure may have lost
+                // what it reported durable.
+                tracing::error!(topic = %key.0, partition = key.1, error = %e,
+                    "writing replicated records failed; stopping the broker");
+                std::process::exit(70);
+            }
+            Err(e) => {
+                tracing::warn!(topic = %key.0, partition = key.1, error = %e,
+                    "cannot append replicated records");
+                self.set_phase(key, epoch, self.delay());
+            }
+        }
     }
 
     /// The fetch offset is outside the leader's local log: below it, the
@@ -642,4 +647,54 @@ pub fn divergence_point(log: &PartitionLog, leader_epoch: i32, leader_end: i64) 
         return log.local_log_start_offset();
     }
     leader_end.min(own_end).min(leo)
+}
+
+/// One partition's part of a fetch response, to be written.
+pub(super) struct Fetched {
+    pub(super) key: Key,
+    pub(super) log: Arc<PartitionLog>,
+    pub(super) epoch: i32,
+    pub(super) records: bytes::Bytes,
+    pub(super) high_watermark: i64,
+}
+
+/// Appends every partition's records, then makes each durable and takes
+/// the leader's high watermark (blocking: run off the async workers).
+/// Whatever went in is durable before the next fetch reports it.
+/// `nothing_returned`: the whole response was empty, so every partition
+/// without an error is at the leader's log end.
+pub(super) fn write_fetched(
+    fetched: Vec<Fetched>,
+    nothing_returned: bool,
+) -> Vec<(Key, i32, Result<(), LogError>)> {
+    let appended: Vec<Result<i64, LogError>> = fetched
+        .iter()
+        .map(|p| {
+            if p.records.is_empty() {
+                return Ok(0);
+            }
+            let before = p.log.log_end_offset();
+            let r = p.log.append_as_follower(&p.records, p.epoch);
+            if r.as_ref().is_ok_and(|end| *end > before) {
+                REPLICATED_BYTES.fetch_add(p.records.len() as u64, Ordering::Relaxed);
+            }
+            r
+        })
+        .collect();
+    fetched
+        .into_iter()
+        .zip(appended)
+        .map(|(p, appended)| {
+            let result = (|| {
+                p.log.flush()?;
+                appended?;
+                p.log.set_leader_high_watermark(p.high_watermark, p.epoch);
+                if nothing_returned {
+                    p.log.caught_up_with_leader(p.epoch);
+                }
+                Ok(())
+            })();
+            (p.key, p.epoch, result)
+        })
+        .collect()
 }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::fetcher::divergence_point;
+use super::fetcher::{divergence_point, write_fetched, Fetched};
 use crate::config::{BrokerConfig, TopicConfig};
 use crate::log::batch::{self, testing};
 use crate::log::partition_log::{PartitionLog, SharedConfig};
@@ -81,4 +81,53 @@ fn a_follower_without_the_leaders_epoch_goes_back_to_its_own_end_of_it() {
         .append_as_follower(&replica_read(&other, 0), 3)
         .unwrap();
     assert_eq!(divergence_point(&empty_epochs, 1, 30), 0);
+}
+
+#[test]
+fn one_response_is_written_whole_and_made_durable_before_the_next_fetch() {
+    // Two partitions of one leader in one response: both appended and
+    // fsynced (the durable end is what the next fetch reports), both take
+    // the leader's high watermark; a partition refused (stale epoch) does
+    // not hold back the other.
+    let (_d, leader0, follower0) = two_logs();
+    let (_d1, leader1, follower1) = two_logs();
+    for (l, f) in [(&leader0, &follower0), (&leader1, &follower1)] {
+        l.become_leader(1, 4, &[1, 2], 0);
+        append(l, &testing::batch(10, 10, 1_000));
+        f.become_follower(2, 4, 1);
+    }
+    let part = |key: i32, log: &Arc<PartitionLog>, leader: &PartitionLog, epoch: i32| Fetched {
+        key: ("t".to_string(), key),
+        log: log.clone(),
+        epoch,
+        records: bytes::Bytes::from(replica_read(leader, 0)),
+        high_watermark: 6,
+    };
+    let written = write_fetched(
+        vec![
+            part(0, &follower0, &leader0, 4),
+            part(1, &follower1, &leader1, 4),
+        ],
+        false,
+    );
+    assert!(written.iter().all(|(_, _, r)| r.is_ok()), "{written:?}");
+    for f in [&follower0, &follower1] {
+        assert_eq!(f.log_end_offset(), 10);
+        assert_eq!(f.durable_end_offset(), 10);
+        assert_eq!(f.high_watermark(), 6);
+    }
+    append(&leader0, &testing::batch(5, 10, 1_000));
+    append(&leader1, &testing::batch(5, 10, 1_000));
+    let stale = Fetched {
+        epoch: 3,
+        ..part(0, &follower0, &leader0, 3)
+    };
+    let written = write_fetched(vec![stale, part(1, &follower1, &leader1, 4)], false);
+    assert!(
+        written[0].2.is_err(),
+        "an older leadership's records are refused"
+    );
+    assert!(written[1].2.is_ok());
+    assert_eq!(follower0.durable_end_offset(), 10);
+    assert_eq!(follower1.durable_end_offset(), 15);
 }
