@@ -26,7 +26,7 @@ from __future__ import annotations
 import pytest
 
 import kutil
-from strata_broker import Broker, BrokerError, check_binary
+from strata_broker import TEST_BROKERS, Broker, BrokerError, check_binary, stop_all
 
 SHARED_SETTINGS = {
     "num.partitions": 3,
@@ -76,7 +76,8 @@ def broker(shared_broker: Broker):
 
 @pytest.fixture
 def broker_factory(tmp_path_factory, request):
-    started: list[Broker] = []
+    started = TEST_BROKERS
+    started.clear()
 
     def make(settings: dict | None = None, label: str | None = None, extra_args: list[str] | None = None,
              env: dict | None = None, data_dir=None) -> Broker:
@@ -89,8 +90,10 @@ def broker_factory(tmp_path_factory, request):
         return b
 
     yield make
-    for b in started:
-        b.close()
+    # All at once: a cluster's brokers stopped one by one would each move
+    # their leaderships to the next one to stop.
+    stop_all(started)
+    started.clear()
 
 
 @pytest.fixture(scope="session")

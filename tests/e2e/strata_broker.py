@@ -47,6 +47,32 @@ def port_accepts(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
+# Brokers the e2e `broker_factory` started for the running test. Fixtures
+# that must outlive them (an etcd cluster) stop them first in their own
+# teardown: a clustered broker given SIGTERM without its metadata store
+# waits out its controlled shutdown.
+TEST_BROKERS: list["Broker"] = []
+
+
+def stop_all(brokers, timeout: float = 15.0) -> None:
+    """SIGTERM every live broker at once, then wait for all of them until
+    `timeout`; SIGKILL whatever is left. Never raises."""
+    live = [b for b in brokers if b.proc is not None and b.proc.poll() is None]
+    for b in live:
+        try:
+            b.proc.send_signal(signal.SIGTERM)
+        except OSError:
+            pass
+    deadline = time.monotonic() + timeout
+    for b in live:
+        try:
+            b.proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            b.proc.kill()
+            b.proc.wait(10)
+        b.last_returncode = b.proc.returncode
+
+
 class Broker:
     """One Strata broker process.
 
@@ -110,7 +136,8 @@ class Broker:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def start(self) -> "Broker":
+    def spawn(self) -> "Broker":
+        """Starts the process without waiting for it to be ready."""
         if self.alive():
             raise BrokerError("broker already running")
         env = {k: v for k, v in os.environ.items()
@@ -123,6 +150,11 @@ class Broker:
             log.flush()
             self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, env=env)
+        return self
+
+    def start(self) -> "Broker":
+        """Starts the process and waits until its Kafka listener accepts."""
+        self.spawn()
         deadline = time.monotonic() + self.READY_TIMEOUT
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient
 
 import kutil
 from etcdutil import EtcdCluster
+from strata_broker import TEST_BROKERS, stop_all
 
 SESSION_MS = 3000
 SETTINGS = {
@@ -30,6 +31,10 @@ SETTINGS = {
 def etcd(tmp_path):
     c = EtcdCluster(tmp_path / "etcd", members=1)
     yield c
+    # The brokers go first: without their store they would wait out a
+    # controlled shutdown (set up after broker_factory, this fixture is
+    # torn down before it).
+    stop_all(TEST_BROKERS)
     c.close()
 
 
@@ -37,6 +42,7 @@ def etcd(tmp_path):
 def etcd3(tmp_path):
     c = EtcdCluster(tmp_path / "etcd3", members=3)
     yield c
+    stop_all(TEST_BROKERS)
     c.close()
 
 

@@ -74,11 +74,17 @@ def test_partitions_spread_and_clients_find_leaders(broker_factory, etcd):
     stored = store_partitions(etcd, prefix, topic)
     assert {p: s["leader"] for p, s in stored.items()} == {p: v[0] for p, v in views[0].items()}
 
-    # Each broker has the logs of its own partitions only.
+    # Each broker has the logs of its own partitions only. As in KRaft,
+    # CreateTopics answers once the store has the topic; each broker's
+    # reconciler creates its logs when its watch sees it (within a second).
+    def local_logs(b):
+        return sorted(int(d.name.rsplit("-", 1)[1]) for d in b.data_dir.iterdir()
+                      if d.is_dir() and d.name.startswith(topic + "-"))
+
     for node, b in bs.items():
-        local = sorted(int(d.name.rsplit("-", 1)[1]) for d in b.data_dir.iterdir()
-                       if d.is_dir() and d.name.startswith(topic + "-"))
-        assert local == sorted(by_leader.get(node, [])), (node, local)
+        want = sorted(by_leader.get(node, []))
+        wait_for(f"broker {node}'s logs", lambda b=b, want=want: local_logs(b) == want, timeout=10)
+        assert local_logs(b) == want, (node, local_logs(b))
 
     # librdkafka routes each partition's records to its leader.
     p = Producer({"bootstrap.servers": bs[1].bootstrap, "enable.idempotence": True, "acks": "all"})

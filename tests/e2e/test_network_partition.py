@@ -29,7 +29,7 @@ from confluent_kafka.admin import NewTopic
 import kutil
 import netutil
 from etcdutil import EtcdCluster
-from strata_broker import Broker
+from strata_broker import Broker, stop_all
 from test_cluster_membership import SETTINGS, internal_rf, wait_for
 from test_replication import _fresh_admins, admin, log_bytes, partitions, store_partition  # noqa: F401
 from test_rolling_restart import PARTITIONS, Load, check_history, read_back
@@ -161,8 +161,7 @@ def test_a_cut_off_leader_acknowledges_nothing_and_rejoins_after_truncating(tmp_
             assert b"iso-" not in log_bytes(bs[1], topic, p)
         assert bs[1].alive()
     finally:
-        for b in bs.values():
-            b.close()
+        stop_all(bs.values())
         if etcd is not None:
             etcd.close()
         net.close()
