@@ -372,27 +372,26 @@ impl Prefetcher {
     }
 }
 
-impl ChunkSource for Prefetcher {
-    fn chunk_bytes(&self) -> u64 {
-        self.cfg.chunk_bytes.max(4096) as u64
-    }
-
-    /// One chunk of a segment object, from the cache or one shared GET.
-    async fn chunk(
+impl Prefetcher {
+    /// Chunk `index` of `seg`: held by `stream`, cached, or one shared GET.
+    /// For the read-ahead of stream `ahead_of`: `None` instead of a GET once
+    /// that stream no longer waits for the chunk.
+    async fn fetch_chunk(
         &self,
         seg: &RemoteSegment,
         index: u64,
         class: PriorityClass,
         stream: Option<&StreamKey>,
-    ) -> Result<Bytes, PrefetchError> {
+        ahead_of: Option<&StreamKey>,
+    ) -> Result<Option<Bytes>, PrefetchError> {
         let cb = self.chunk_bytes();
         let start = index * cb;
         if start >= seg.size_bytes {
-            return Ok(Bytes::new());
+            return Ok(Some(Bytes::new()));
         }
         if let Some(held) = stream.and_then(|k| self.held(k, (seg.base_offset, index))) {
             PrefetchStats::add(&self.stats.cache_hits, 1);
-            return Ok(held);
+            return Ok(Some(held));
         }
         let end = (start + cb).min(seg.size_bytes);
         let key = ChunkKey {
@@ -401,12 +400,19 @@ impl ChunkSource for Prefetcher {
         };
         if let Ok(Some(hit)) = self.cache.get(&key).await {
             PrefetchStats::add(&self.stats.cache_hits, 1);
-            return Ok(hit.value().clone());
+            return Ok(Some(hit.value().clone()));
         }
         // The slot is taken in the reader's own class before joining (or
         // starting) the shared GET, so a paused or starved class never
         // holds up another class's reader of the same chunk.
         let permit = self.budget.acquire(class, (end - start) as usize).await;
+        // Read-ahead that waited (to be polled at all, or for a slot) until
+        // its stream read past the chunk: the reader fetched it itself, and
+        // the cache may have evicted it since. A GET now would be a second
+        // one, and `hold` would throw its bytes away.
+        if ahead_of.is_some_and(|k| !self.still_ahead(k, (seg.base_offset, index))) {
+            return Ok(None);
+        }
         let (store, stats) = (self.store.clone(), self.stats.clone());
         let path = Path::from(seg.log_key.as_str());
         let missed = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -446,7 +452,7 @@ impl ChunkSource for Prefetcher {
             PrefetchStats::add(&self.stats.cache_hits, 1);
         }
         match entry {
-            Ok(e) => Ok(e.value().clone()),
+            Ok(e) => Ok(Some(e.value().clone())),
             Err(e) => Err(match e.downcast_ref::<SharedError>() {
                 Some(SharedError(shared)) => match &**shared {
                     PrefetchError::NotFound(k) => PrefetchError::NotFound(k.clone()),
@@ -455,6 +461,24 @@ impl ChunkSource for Prefetcher {
                 None => PrefetchError::Cache(e),
             }),
         }
+    }
+}
+
+impl ChunkSource for Prefetcher {
+    fn chunk_bytes(&self) -> u64 {
+        self.cfg.chunk_bytes.max(4096) as u64
+    }
+
+    /// One chunk of a segment object, from the cache or one shared GET.
+    async fn chunk(
+        &self,
+        seg: &RemoteSegment,
+        index: u64,
+        class: PriorityClass,
+        stream: Option<&StreamKey>,
+    ) -> Result<Bytes, PrefetchError> {
+        let got = self.fetch_chunk(seg, index, class, stream, None).await?;
+        Ok(got.unwrap_or_default())
     }
 
     /// A chunk from the stream's held read-ahead or the memory cache, or

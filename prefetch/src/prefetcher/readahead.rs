@@ -32,6 +32,14 @@ pub(super) struct Stream {
     used: Instant,
 }
 
+impl Stream {
+    /// Whether read-ahead chunk `at` is still in front of this stream's
+    /// reader, within what it requested.
+    fn wants(&self, at: (i64, u64)) -> bool {
+        at >= self.last_start && self.ahead_to.is_some_and(|a| at <= a)
+    }
+}
+
 impl Prefetcher {
     /// Sum of the read-ahead windows of streams active in the last minute.
     pub fn readahead_depth(&self) -> usize {
@@ -158,8 +166,10 @@ impl Prefetcher {
             let stream = req.stream.clone();
             PrefetchStats::add(&self.stats.readahead_chunks, 1);
             self.handle.spawn(async move {
-                match me.chunk(&seg, c, class, None).await {
-                    Ok(chunk) => me.hold(&stream, &seg, (base, c), chunk),
+                match me.fetch_chunk(&seg, c, class, None, Some(&stream)).await {
+                    Ok(Some(chunk)) => me.hold(&stream, &seg, (base, c), chunk),
+                    // Its stream read past it before it got to a GET.
+                    Ok(None) => me.unreserve(std::slice::from_ref(&seg), (base, c)),
                     Err(e) => {
                         me.unreserve(std::slice::from_ref(&seg), (base, c));
                         tracing::debug!(object = %seg.log_key, chunk = c, error = %e, "read-ahead failed")
@@ -172,6 +182,15 @@ impl Prefetcher {
     pub(super) fn held(&self, stream: &StreamKey, at: (i64, u64)) -> Option<Bytes> {
         let streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
         streams.get(stream)?.held.get(&at).cloned()
+    }
+
+    /// Whether `stream` still waits for read-ahead chunk `at`: not read
+    /// past, not held yet. Checked just before a read-ahead GET.
+    pub(super) fn still_ahead(&self, stream: &StreamKey, at: (i64, u64)) -> bool {
+        let streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        streams
+            .get(stream)
+            .is_some_and(|s| s.wants(at) && !s.held.contains_key(&at))
     }
 
     /// Bytes of chunk `at` of `segs`: what holding it takes.
@@ -205,7 +224,7 @@ impl Prefetcher {
         let reserved = self.chunk_len(std::slice::from_ref(seg), at);
         let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
         match streams.get_mut(stream) {
-            Some(s) if at >= s.last_start && s.ahead_to.is_some_and(|a| at <= a) => {
+            Some(s) if s.wants(at) => {
                 // Accounted as its actual length from here on.
                 self.held_bytes.fetch_add(chunk.len(), Ordering::Relaxed);
                 self.held_bytes.fetch_sub(reserved, Ordering::Relaxed);
