@@ -86,8 +86,12 @@ fn retry() -> RetryConfig {
 }
 
 pub fn open(url: &str) -> Result<Bucket, BucketError> {
+    // Every request is counted (`counting_store`, `/metrics`).
     let bucket = |store: Arc<dyn ObjectStore>, prefix: &str| Bucket {
-        store,
+        store: Arc::new(crate::counting_store::CountingStore::new(
+            store,
+            crate::counting_store::STORE_REQUESTS.clone(),
+        )),
         prefix: prefix.trim_matches('/').to_string(),
         url: url.to_string(),
     };

@@ -7,12 +7,14 @@
 //! fenced instead of overwriting a newer view (`docs/catalog.md`).
 //!
 //! It also opens the bucket from `--object-store` URLs ([`bucket`]), for
-//! itself, the tiering manager and the historical read path.
+//! itself, the tiering manager and the historical read path, and counts
+//! every request made to it ([`counting_store`]).
 //!
 //! This crate knows no other Strata crate and never reads segment data; it
 //! only records where segments are.
 
 pub mod bucket;
+pub mod counting_store;
 pub mod error;
 pub mod layout;
 pub mod manifest;

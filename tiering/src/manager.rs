@@ -123,6 +123,9 @@ pub struct PartitionStats {
     /// Sealed local segments not in the bucket yet.
     pub copy_lag_segments: AtomicU64,
     pub copy_lag_bytes: AtomicU64,
+    /// The newest record's timestamp (ms) of the oldest of those; 0 when
+    /// none is pending: what the bucket lags behind the disk, in time.
+    pub copy_lag_oldest_timestamp_ms: AtomicU64,
     pub fenced: AtomicBool,
     /// Remote segment bytes the cleaner downloaded and uploaded
     /// (`crate::compaction`).
@@ -578,6 +581,14 @@ fn update_lag(rp: &RemotePartition, sealed: &[LocalSegmentInfo], remote_end: Opt
         pending.iter().map(|s| s.size_bytes).sum(),
         Ordering::Relaxed,
     );
+    let oldest = pending
+        .iter()
+        .map(|s| s.retention_timestamp.max(1) as u64)
+        .min()
+        .unwrap_or(0);
+    rp.stats
+        .copy_lag_oldest_timestamp_ms
+        .store(oldest, Ordering::Relaxed);
 }
 
 impl PartitionTask {
