@@ -16,7 +16,7 @@ cargo build --release --locked -p strata-broker -p strata-local-stack
 
 # Real clients and a real S3-protocol server (moto) come from PyPI.
 if [ ! -x .venv/bin/pytest ] || [ ! -x .venv/bin/moto_server ] \
-   || ! .venv/bin/python -c 'import confluent_kafka, kafka, pytest, moto, aiokafka, cramjam, snappy, lz4.frame, zstandard, kio' 2>/dev/null; then
+   || ! .venv/bin/python -c 'import confluent_kafka, kafka, pytest, moto, aiokafka, cramjam, snappy, lz4.frame, zstandard, kio, prometheus_client' 2>/dev/null; then
   echo "==> installing Python test clients and moto into .venv"
   python3 -m venv .venv
   .venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
@@ -62,7 +62,7 @@ cargo test --workspace --locked
 
 echo "==> end-to-end tests with real Kafka clients"
 STRATA_BIN="$PWD/target/release/strata" STRATA_S3_BIN="$PWD/target/release/strata-s3" \
-  .venv/bin/pytest tests/e2e -q "$@"
+  .venv/bin/pytest tests/e2e -q --durations=20 "$@"
 
 echo "==> client compatibility suite (tests/compat)"
-STRATA_BIN="$PWD/target/release/strata" .venv/bin/pytest tests/compat -q
+STRATA_BIN="$PWD/target/release/strata" .venv/bin/pytest tests/compat -q --durations=10

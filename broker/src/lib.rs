@@ -18,6 +18,7 @@ pub mod http;
 pub mod log;
 pub mod log_manager;
 pub mod meta_properties;
+pub mod metrics;
 pub mod producer_ids;
 pub mod remote;
 pub mod replication;

@@ -198,6 +198,19 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| format!("file://{}/bucket", args.data_dir.display()));
     let tiering = config.bool("remote.log.storage.system.enable");
+    // The HTTP API answers from now on: /healthz at once, /readyz with the
+    // start-up phase until the logs are recovered.
+    let http_listener = TcpListener::bind(&args.http_listen)
+        .await
+        .with_context(|| format!("cannot listen on {} (--http-listen)", args.http_listen))?;
+    let http_addr = http_listener.local_addr()?;
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let http_state = strata_broker::http::HttpState::starting("checking the object store");
+    let http = tokio::spawn(strata_broker::http::serve(
+        http_listener,
+        http_state.clone(),
+        shutdown_rx.clone(),
+    ));
     // A wrong URL, endpoint, bucket or credentials is reported now, in one line.
     let bucket = strata_catalog::bucket::open(&object_store).map_err(anyhow::Error::msg)?;
     if tiering {
@@ -205,9 +218,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
             .await
             .map_err(anyhow::Error::msg)?;
     }
-    let http_listener = TcpListener::bind(&args.http_listen)
-        .await
-        .with_context(|| format!("cannot listen on {} (--http-listen)", args.http_listen))?;
+    http_state.set_phase("recovering logs");
 
     // An empty data dir restores from the bucket. The marker keeps that true
     // until the restore has finished, so a restore cut short (the store
@@ -304,6 +315,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
             } else {
                 Default::default()
             };
+            http_state.set_phase("restoring topics from the object store");
             let restored = restore_topics(&remote, &logs, &known)
                 .await
                 .context("restoring topics from the object store")?;
@@ -331,6 +343,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
 
     let l = logs.clone();
     let cfg = config.clone();
+    http_state.set_phase("loading coordinators");
     let groups = tokio::task::spawn_blocking(move || GroupCoordinator::open(l, &cfg, clustered))
         .await
         .context("group coordinator loading task failed")??;
@@ -379,7 +392,6 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     })
     .await
     .context("transaction coordinator loading task failed")??;
-    let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let rack = Some(config.value("broker.rack")).filter(|r| !r.is_empty());
     // In a cluster, producer ids come in blocks from the metadata store
     // (a replaced disk must not issue its ids again).
@@ -471,17 +483,13 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         config.i64("offsets.retention.check.interval.ms").max(1) as u64,
     ));
     let server = tokio::spawn(server::serve(listener, broker, shutdown_rx.clone()));
-    let http_addr = http_listener.local_addr()?;
-    let http = tokio::spawn(strata_broker::http::serve(
-        http_listener,
-        strata_broker::http::HttpState {
-            logs: logs.clone(),
-            remote,
-            txns: Some(txns.clone()),
-            cluster: Some(cluster.clone()),
-        },
-        shutdown_rx,
-    ));
+    http_state.ready(strata_broker::http::BrokerParts {
+        logs: logs.clone(),
+        remote,
+        txns: Some(txns.clone()),
+        groups: Some(groups.clone()),
+        cluster: Some(cluster.clone()),
+    });
     tracing::info!(
         listen = %local,
         advertised = %format!("{host}:{port}"),

@@ -57,6 +57,7 @@ def check_tiered_log(b, bucket, topic, ds, n, hot_max, timeout, group_read=False
         want = {
             "strata_remote_upload_segments_total": len(segs),
             "strata_remote_copy_lag_segments": 0,
+            "strata_remote_copy_lag_seconds": 0,
             "strata_remote_fenced": 0,
             "strata_remote_log_size_bytes": remote_bytes,
             "strata_remote_log_start_offset": 0,
@@ -119,6 +120,14 @@ def check_tiered_log(b, bucket, topic, ds, n, hot_max, timeout, group_read=False
         tu.verify_range(b.bootstrap, topic, ds, 0, n, timeout=300, group=kutil.unique("tier-read"))
     else:
         tu.verify_range(b.bootstrap, topic, ds, 0, n, timeout=300)
+    # The object store's request counters saw the uploads (segments, their
+    # indexes, manifests: at least the segments' bytes) and the remote reads.
+    store = {(n_, lab.get("kind")): v for n_, lab, v in tu.scrape(b)
+             if n_ in ("strata_object_store_requests_total", "strata_object_store_bytes_total")}
+    assert store[("strata_object_store_requests_total", "PUT")] >= len(segs), store
+    assert store[("strata_object_store_bytes_total", "PUT")] >= remote_bytes, store
+    assert store[("strata_object_store_requests_total", "GET")] >= 1, store
+    assert store[("strata_object_store_bytes_total", "GET")] > 0, store
     assert upload_errors == 0, \
         f"strata_remote_upload_errors_total={upload_errors} with a healthy object store; warnings in the log: " \
         f"{[ln for ln in b.log_text().splitlines() if 'WARN' in ln][:5]}"

@@ -241,6 +241,10 @@ def test_object_store_outage(broker_factory, moto, s3_bucket):
         assert 0 in avail, f"strata_object_store_available never 0 during the outage: {avail}"
         assert max(e or 0 for e in errors) > 0, f"strata_remote_upload_errors_total stayed {errors[-1]}"
         assert max(x or 0 for x in lag) >= 10, f"copy lag during the outage: {lag}"
+        # In time too: the oldest segment waiting grows older while the
+        # store is down (records are produced as the outage goes on).
+        ages = [s[4].get("strata_remote_copy_lag_seconds") or 0 for s in samples]
+        assert max(ages) >= 1.0, f"copy lag in seconds during the outage: {ages}"
         warn = [ln for ln in b.log_text(mark).splitlines()
                 if "WARN" in ln.upper() and "upload" in ln.lower()]
         assert warn, f"no warning mentioning 'upload' in the broker log during the outage:\n{b.log_text(mark)[-3000:]}"
@@ -252,6 +256,7 @@ def test_object_store_outage(broker_factory, moto, s3_bucket):
         mt = tu.need_metrics(b, topic, 0, ("strata_object_store_available", "strata_remote_copy_lag_segments",
                                         "strata_remote_upload_errors_total"))
         assert mt["strata_object_store_available"] == 1 and mt["strata_remote_copy_lag_segments"] == 0, mt
+        assert tu.metric(b, "strata_remote_copy_lag_seconds", topic, 0) == 0
         assert mt["strata_remote_upload_errors_total"] > 0, "the error counter must not reset"
         assert m["segments"][0]["base_offset"] == 0
         assert kutil.watermarks(b.bootstrap, topic, 0) == (0, n)

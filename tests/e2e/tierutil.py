@@ -764,7 +764,7 @@ PARTITION_METRICS = (
     "strata_remote_upload_segments_total", "strata_remote_upload_bytes_total",
     "strata_remote_upload_errors_total", "strata_remote_copy_lag_segments", "strata_remote_fenced",
     "strata_remote_log_size_bytes", "strata_local_log_size_bytes", "strata_remote_log_start_offset",
-    "strata_local_log_start_offset",
+    "strata_local_log_start_offset", "strata_remote_copy_lag_seconds",
 )
 
 

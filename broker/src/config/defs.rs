@@ -561,6 +561,20 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "Largest session timeout a group member may ask for.",
     ),
     broker(
+        "group.lag.sample.interval.ms",
+        ConfigType::Long,
+        "5000",
+        Validator::LongAtLeast(100),
+        "How often the group coordinator samples each group's committed offsets and the high watermarks of partitions on this broker, for lag, lag age, consume and produce rates and the catch-up estimate (Strata's; Kafka has none).",
+    ),
+    broker(
+        "group.lag.window.ms",
+        ConfigType::Long,
+        "60000",
+        Validator::LongAtLeast(1000),
+        "The window over which consume and produce rates are measured for the catch-up estimate; a rate needs samples over a quarter of it (Strata's).",
+    ),
+    broker(
         "group.initial.rebalance.delay.ms",
         ConfigType::Int,
         "3000",

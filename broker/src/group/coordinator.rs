@@ -89,6 +89,8 @@ pub struct GroupCoordinator {
     pub(super) load_gate: Mutex<()>,
     pub(super) logs: Arc<LogManager>,
     pub(super) cfg: CoordinatorConfig,
+    /// Lag, lag age and catch-up estimates of the groups here (`lag.rs`).
+    pub lag: super::lag::LagTracker,
 }
 
 pub(super) fn code(e: ResponseError) -> i16 {
@@ -124,6 +126,9 @@ impl GroupCoordinator {
             load_gate: Mutex::new(()),
             logs,
             cfg: CoordinatorConfig::from_broker(broker),
+            lag: super::lag::LagTracker::new(Duration::from_millis(
+                broker.i64("group.lag.window.ms").max(1000) as u64,
+            )),
         }))
     }
 
@@ -395,6 +400,58 @@ impl GroupCoordinator {
                 }
             }
         }
+    }
+
+    /// Every group's committed offsets on partitions whose log is on this
+    /// broker, with their high watermarks: one lag sample.
+    pub fn lag_observations(&self) -> Vec<super::lag::Observation> {
+        let committed: Vec<(String, String, i32, i64)> = {
+            let groups = self.lock();
+            groups
+                .values()
+                .flat_map(|g| {
+                    g.offsets
+                        .iter()
+                        .map(|((t, p), v)| (g.id.clone(), t.clone(), *p, v.offset))
+                })
+                .collect()
+        };
+        committed
+            .into_iter()
+            .filter(|(_, _, _, offset)| *offset >= 0)
+            .filter_map(|(group, topic, partition, committed)| {
+                let log = self.logs.partition(&topic, partition)?;
+                Some(super::lag::Observation {
+                    group,
+                    topic,
+                    partition,
+                    committed,
+                    high_watermark: log.high_watermark(),
+                })
+            })
+            .collect()
+    }
+
+    /// Takes one round of lag samples (blocking: reads batch headers).
+    pub fn sample_lag(&self) {
+        let obs = self.lag_observations();
+        self.lag
+            .record(Instant::now(), &obs, |topic, partition, offset| {
+                self.logs
+                    .partition(topic, partition)
+                    .and_then(|l| l.batch_timestamp_at(offset).ok().flatten())
+            });
+    }
+
+    /// Completed rebalances of each group since this coordinator loaded it.
+    pub fn rebalances(&self) -> Vec<(String, u64)> {
+        let groups = self.lock();
+        let mut v: Vec<(String, u64)> = groups
+            .values()
+            .map(|g| (g.id.clone(), g.rebalances))
+            .collect();
+        v.sort();
+        v
     }
 
     /// (group id, protocol type, state) of every group.

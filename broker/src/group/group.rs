@@ -132,6 +132,9 @@ pub struct Group {
     pub state_timestamp_ms: i64,
     /// Committed offsets: (topic, partition) → value.
     pub offsets: BTreeMap<(String, i32), super::records::OffsetValue>,
+    /// Rebalances completed (generations begun) since this coordinator
+    /// loaded the group; not stored.
+    pub rebalances: u64,
 }
 
 impl Group {
@@ -151,6 +154,7 @@ impl Group {
             join_not_before: None,
             state_timestamp_ms: 0,
             offsets: BTreeMap::new(),
+            rebalances: 0,
         }
     }
 

@@ -244,6 +244,7 @@ impl GroupCoordinator {
         group.pending_members.clear();
         group.join_not_before = None;
         group.generation += 1;
+        group.rebalances += 1;
         group.state_timestamp_ms = now_ms();
         if group.members.is_empty() {
             group.state = GroupState::Empty;

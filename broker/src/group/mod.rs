@@ -4,6 +4,7 @@
 pub mod coordinator;
 pub mod group;
 pub mod join;
+pub mod lag;
 pub mod loading;
 pub mod offsets;
 pub mod pending_txn;

@@ -109,5 +109,23 @@ impl GroupCoordinator {
                 }
             }
         });
+        let me = self.clone();
+        let every = Duration::from_millis(
+            self.logs
+                .broker_config()
+                .i64("group.lag.sample.interval.ms")
+                .max(100) as u64,
+        );
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let m = me.clone();
+                if let Err(e) = tokio::task::spawn_blocking(move || m.sample_lag()).await {
+                    tracing::error!(error = %e, "consumer lag sampling task failed");
+                }
+            }
+        });
     }
 }

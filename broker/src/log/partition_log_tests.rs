@@ -104,6 +104,12 @@ fn timestamp_lookups_across_segments() {
     );
     assert_eq!(log.offset_for_timestamp(99_999).unwrap(), None);
     assert_eq!(log.max_timestamp_offset().unwrap(), Some((79, 10_193)));
+    // The batch holding an offset gives its first timestamp, across
+    // segments; nothing at or above the high watermark.
+    assert_eq!(log.batch_timestamp_at(0).unwrap(), Some(10_000));
+    assert_eq!(log.batch_timestamp_at(23).unwrap(), Some(10_050));
+    assert_eq!(log.batch_timestamp_at(79).unwrap(), Some(10_190));
+    assert_eq!(log.batch_timestamp_at(80).unwrap(), None);
 }
 
 #[test]

@@ -35,6 +35,35 @@ impl PartitionLog {
         Ok(None)
     }
 
+    /// The timestamp of the batch holding `offset` in the local log (its
+    /// first record's, or the one timestamp of a LogAppendTime batch), if
+    /// that batch is below the high watermark. Reads one batch header,
+    /// never a batch's records: within one batch, an estimate of the
+    /// record's own timestamp (consumer lag in seconds,
+    /// `group/lag.rs`).
+    pub fn batch_timestamp_at(&self, offset: i64) -> Result<Option<i64>, LogError> {
+        if offset >= self.high_watermark() {
+            return Ok(None);
+        }
+        let found = {
+            let inner = self.lock();
+            match inner.segments.range(..=offset).next_back() {
+                Some((_, s)) => Some((s.slice()?, s.position_hint(offset))),
+                None => None,
+            }
+        };
+        let Some((slice, hint)) = found else {
+            return Ok(None);
+        };
+        Ok(slice.seek(hint, offset)?.map(|(_, h)| {
+            if h.is_log_append_time() {
+                h.max_timestamp
+            } else {
+                h.base_timestamp
+            }
+        }))
+    }
+
     /// Offset and timestamp of the record with the largest timestamp (the
     /// earliest such record on ties), or None if the log is empty.
     pub fn max_timestamp_offset(&self) -> Result<Option<(i64, i64)>, LogError> {

@@ -21,6 +21,7 @@ use tracing::Instrument;
 
 use super::dispatch::{self, Outgoing, Prepared};
 use super::Broker;
+use crate::metrics::requests::REQUESTS;
 
 /// Requests a single connection may have in flight before reading pauses.
 const MAX_IN_FLIGHT: usize = 64;
@@ -59,6 +60,8 @@ pub async fn handle_connection(
             break;
         }
         let frame: Bytes = frame.freeze();
+        let read_at = std::time::Instant::now();
+        let request_bytes = frame.len() + 4;
         let request = match dispatch::Request::parse(frame) {
             Ok(mut r) => {
                 r.peer = peer.ip().to_string();
@@ -76,20 +79,30 @@ pub async fn handle_connection(
         }
         let span = tracing::debug_span!("request", api = ?request.api_key, version = request.version,
             correlation_id = request.correlation_id, %peer);
+        let measured = Measured {
+            api: request.api_key,
+            request_bytes,
+            read_at,
+        };
         // The ordered phase runs here, before the next request is read.
         match dispatch::prepare(request, &broker)
             .instrument(span.clone())
             .await
         {
             Prepared::Ready(result) => {
-                if !complete(result.map(|r| r.map(Outgoing::from)), done_tx, peer) {
+                if !complete(
+                    result.map(|r| r.map(Outgoing::from)),
+                    done_tx,
+                    peer,
+                    measured,
+                ) {
                     break;
                 }
             }
             Prepared::Deferred(rest) => {
                 tokio::spawn(
                     async move {
-                        complete(rest.await, done_tx, peer);
+                        complete(rest.await, done_tx, peer, measured);
                     }
                     .instrument(span),
                 );
@@ -100,6 +113,13 @@ pub async fn handle_connection(
     let _ = writer_task.await;
 }
 
+/// What the request metrics need of a request.
+struct Measured {
+    api: kafka_protocol::messages::ApiKey,
+    request_bytes: usize,
+    read_at: std::time::Instant,
+}
+
 /// Hands a response to the writer. On error, dropping `done_tx` makes the
 /// writer close the connection after the responses that precede this one.
 /// Returns false if the connection must close.
@@ -107,7 +127,13 @@ fn complete(
     result: Result<Option<Outgoing>, dispatch::DispatchError>,
     done_tx: oneshot::Sender<Option<Outgoing>>,
     peer: SocketAddr,
+    m: Measured,
 ) -> bool {
+    let response_bytes = match &result {
+        Ok(r) => Some(r.as_ref().map_or(0, |o| o.frame.len())),
+        Err(_) => None,
+    };
+    REQUESTS.observe(m.api, m.request_bytes, response_bytes, m.read_at.elapsed());
     match result {
         Ok(response) => {
             let _ = done_tx.send(response);

@@ -16,6 +16,7 @@ use thiserror::Error;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::decode_bounds as bounds;
+use crate::metrics::errors;
 
 use super::handlers;
 use super::legacy;
@@ -203,7 +204,10 @@ pub async fn prepare(mut req: Request, broker: &Arc<Broker>) -> Prepared {
             let pending = handlers::produce::append(r, version, broker);
             Prepared::Deferred(Box::pin(async move {
                 match handlers::produce::complete(pending).await {
-                    Some(resp) => encode_response(cid, version, &resp).map(|f| Some(f.into())),
+                    Some(resp) => {
+                        errors::count(ApiKey::Produce, &resp);
+                        encode_response(cid, version, &resp).map(|f| Some(f.into()))
+                    }
                     None => Ok(None),
                 }
             }))
@@ -242,6 +246,7 @@ pub async fn prepare(mut req: Request, broker: &Arc<Broker>) -> Prepared {
                     _ => None,
                 };
                 let resp = fetched.response;
+                errors::count(ApiKey::Fetch, &resp);
                 let frame = match &history {
                     // Encoding copies the records too: there as well.
                     Some(rt) => rt
@@ -300,6 +305,7 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
         ($req_ty:ty, $handler:expr) => {{
             let r: $req_ty = req.decode()?;
             let resp = $handler(r, version, broker).await;
+            errors::count(api, &resp);
             encode_response(cid, version, &resp).map(Some)
         }};
     }
@@ -350,6 +356,7 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
             let client_id = req.header.client_id.as_deref().unwrap_or("").to_string();
             let host = format!("/{}", req.peer);
             let resp = handlers::groups::join_group(r, version, broker, &client_id, &host).await;
+            errors::count(api, &resp);
             encode_response(cid, version, &resp).map(Some)
         }
         ApiKey::SyncGroup => route!(SyncGroupRequest, handlers::groups::sync_group),
