@@ -5,7 +5,7 @@
 # and kafka-python), then the client compatibility suite (tests/compat: the
 # same scenario with confluent-kafka, kafka-python, aiokafka, kafkajs and
 # kcat, and librdkafka's own test suite, CI tier). Creates .venv with the
-# Python packages on first run, and installs kafkajs (npm), kcat and
+# Python packages on first run, and installs kafkajs (npm), kcat, chromium and
 # etcd-server (Debian) when missing; librdkafka's test runner is built from Debian's source
 # package on first run (tests/compat/librdkafka/build.sh, about 2 minutes).
 set -euo pipefail
@@ -16,7 +16,7 @@ cargo build --release --locked -p strata-broker -p strata-local-stack
 
 # Real clients and a real S3-protocol server (moto) come from PyPI.
 if [ ! -x .venv/bin/pytest ] || [ ! -x .venv/bin/moto_server ] \
-   || ! .venv/bin/python -c 'import confluent_kafka, kafka, pytest, moto, aiokafka, cramjam, snappy, lz4.frame, zstandard, kio, prometheus_client' 2>/dev/null; then
+   || ! .venv/bin/python -c 'import confluent_kafka, kafka, pytest, moto, aiokafka, cramjam, snappy, lz4.frame, zstandard, kio, prometheus_client, openapi_core, requests' 2>/dev/null; then
   echo "==> installing Python test clients and moto into .venv"
   python3 -m venv .venv
   .venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
@@ -28,6 +28,14 @@ if ! command -v kcat >/dev/null; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get install -y -qq kcat >/dev/null 2>&1 \
     || { $SUDO apt-get update -qq >/dev/null && $SUDO apt-get install -y -qq kcat >/dev/null; }
+fi
+
+# Chromium from Debian: the console page is loaded in it (tests/e2e/test_console.py).
+if ! command -v chromium >/dev/null; then
+  echo "==> installing chromium (Debian)"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get install -y -qq chromium >/dev/null 2>&1 \
+    || { $SUDO apt-get update -qq >/dev/null && $SUDO apt-get install -y -qq chromium >/dev/null; }
 fi
 
 # etcd from Debian for the cluster tests (Rust store tests and

@@ -1,14 +1,15 @@
-//! The admin HTTP API on `--http-listen`: `GET /metrics` (Prometheus text
+//! The HTTP listener on `--http-listen`: `GET /metrics` (Prometheus text
 //! format, `crate::metrics`), `GET /healthz` (liveness: the process
-//! answers) and `GET /readyz` (readiness: log recovery has finished and
-//! the object store answered). It is served from the start of the
-//! process, before the logs are opened, so probes get an answer while a
-//! large data directory recovers; until then `/readyz` and `/metrics`
-//! answer 503 with the start-up phase.
+//! answers), `GET /readyz` (readiness: log recovery has finished and the
+//! object store answered), and the admin API and console page
+//! (`crate::admin`), behind its bearer token. It is served from the start
+//! of the process, before the logs are opened, so probes get an answer
+//! while a large data directory recovers; until then `/readyz`,
+//! `/metrics` and the API answer 503 with the start-up phase.
 //!
-//! Read-only; it never changes broker state.
+//! This module owns the listener and the state it serves from; the API's
+//! changes are `crate::admin`'s.
 
-use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -18,67 +19,7 @@ use axum::Router;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::group::coordinator::GroupCoordinator;
-use crate::log_manager::LogManager;
-use crate::remote::TieredStorage;
-use crate::txn::TransactionCoordinator;
-
-/// What the API reads once the broker has started.
-#[derive(Debug, Clone)]
-pub struct BrokerParts {
-    pub logs: Arc<LogManager>,
-    pub remote: Option<Arc<TieredStorage>>,
-    pub txns: Option<Arc<TransactionCoordinator>>,
-    pub groups: Option<Arc<GroupCoordinator>>,
-    pub cluster: Option<Arc<crate::cluster::Cluster>>,
-}
-
-#[derive(Debug, Default)]
-struct Inner {
-    parts: OnceLock<BrokerParts>,
-    /// What the broker is doing before it is ready.
-    phase: Mutex<&'static str>,
-}
-
-/// The API's view of the broker: starting (a phase), then started.
-#[derive(Debug, Clone, Default)]
-pub struct HttpState {
-    inner: Arc<Inner>,
-}
-
-impl HttpState {
-    /// A broker that is starting, at `phase` ("recovering logs", ...).
-    pub fn starting(phase: &'static str) -> Self {
-        let s = HttpState::default();
-        s.set_phase(phase);
-        s
-    }
-
-    /// Already started (tests).
-    pub fn started(parts: BrokerParts) -> Self {
-        let s = HttpState::default();
-        s.ready(parts);
-        s
-    }
-
-    pub fn set_phase(&self, phase: &'static str) {
-        *self.inner.phase.lock().unwrap_or_else(|e| e.into_inner()) = phase;
-    }
-
-    /// Start-up is over: log recovery finished, the object store answered.
-    pub fn ready(&self, parts: BrokerParts) {
-        let _ = self.inner.parts.set(parts);
-        self.set_phase("ready");
-    }
-
-    pub fn parts(&self) -> Option<&BrokerParts> {
-        self.inner.parts.get()
-    }
-
-    fn phase(&self) -> &'static str {
-        *self.inner.phase.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
+pub use crate::admin::state::{BrokerParts, HttpState};
 
 pub fn router(state: HttpState) -> Router {
     Router::new()
@@ -87,6 +28,11 @@ pub fn router(state: HttpState) -> Router {
         // The name this API had before /healthz.
         .route("/health", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
+        .merge(crate::admin::router())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::admin::auth::require_token,
+        ))
         .with_state(state)
 }
 

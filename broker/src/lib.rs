@@ -2,6 +2,7 @@
 //! partition log and the topic registry. It depends on `catalog`, `format`,
 //! `tiering` and `prefetch`; nothing depends on it.
 
+pub mod admin;
 pub mod clock;
 pub mod cluster;
 pub mod config;

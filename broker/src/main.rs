@@ -55,9 +55,18 @@ struct BrokerArgs {
     #[arg(long, env = "STRATA_ADVERTISED_LISTENER")]
     advertised_listener: Option<String>,
 
-    /// Address of the admin/metrics HTTP API: GET /metrics (Prometheus), GET /health.
+    /// Address of the HTTP API: the console page (/), the admin API
+    /// (/api/v1, described at /api/v1/openapi.json), /metrics (Prometheus),
+    /// /healthz and /readyz. Beyond loopback it needs a token.
     #[arg(long, env = "STRATA_HTTP_LISTEN", default_value = "127.0.0.1:9644")]
     http_listen: String,
+
+    /// File holding the bearer token the admin API and /metrics require
+    /// (`Authorization: Bearer <token>`, at least 16 characters). The
+    /// environment variable STRATA_HTTP_TOKEN gives it directly. Without a
+    /// token the HTTP API binds only to loopback.
+    #[arg(long, env = "STRATA_HTTP_TOKEN_FILE")]
+    http_token_file: Option<PathBuf>,
 
     /// Object store for tiered segments: file://DIR, memory://, s3://BUCKET[/PREFIX]
     /// (S3 settings from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
@@ -200,12 +209,14 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     let tiering = config.bool("remote.log.storage.system.enable");
     // The HTTP API answers from now on: /healthz at once, /readyz with the
     // start-up phase until the logs are recovered.
+    let token = http_token(args.http_token_file.as_deref())?;
     let http_listener = TcpListener::bind(&args.http_listen)
         .await
         .with_context(|| format!("cannot listen on {} (--http-listen)", args.http_listen))?;
     let http_addr = http_listener.local_addr()?;
+    strata_broker::admin::auth::check_bind(&http_addr, &token).map_err(anyhow::Error::msg)?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let http_state = strata_broker::http::HttpState::starting("checking the object store");
+    let http_state = strata_broker::http::HttpState::starting("checking the object store", token);
     let http = tokio::spawn(strata_broker::http::serve(
         http_listener,
         http_state.clone(),
@@ -482,13 +493,14 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     groups.start_background(std::time::Duration::from_millis(
         config.i64("offsets.retention.check.interval.ms").max(1) as u64,
     ));
-    let server = tokio::spawn(server::serve(listener, broker, shutdown_rx.clone()));
+    let server = tokio::spawn(server::serve(listener, broker.clone(), shutdown_rx.clone()));
     http_state.ready(strata_broker::http::BrokerParts {
         logs: logs.clone(),
         remote,
         txns: Some(txns.clone()),
         groups: Some(groups.clone()),
         cluster: Some(cluster.clone()),
+        broker: Some(broker.clone()),
     });
     tracing::info!(
         listen = %local,
@@ -525,6 +537,29 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         .context("flushing logs at shutdown failed")?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The HTTP API's bearer token: STRATA_HTTP_TOKEN, or the file named by
+/// --http-token-file. Never logged.
+fn http_token(
+    file: Option<&std::path::Path>,
+) -> anyhow::Result<strata_broker::admin::token::Token> {
+    use strata_broker::admin::token::Token;
+    let from_env = std::env::var("STRATA_HTTP_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty());
+    let token = match (from_env, file) {
+        (Some(_), Some(_)) => {
+            anyhow::bail!(
+                "give the HTTP API token once: STRATA_HTTP_TOKEN or --http-token-file, not both"
+            )
+        }
+        (Some(t), None) => t,
+        (None, Some(f)) => std::fs::read_to_string(f)
+            .with_context(|| format!("cannot read the HTTP API token from {}", f.display()))?,
+        (None, None) => return Ok(Token::none()),
+    };
+    Token::new(&token).map_err(anyhow::Error::msg)
 }
 
 async fn wait_for_signal() -> anyhow::Result<()> {

@@ -447,7 +447,11 @@ _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
 def scrape(b) -> list[tuple[str, dict, float]]:
-    with urllib.request.urlopen(f"http://{b.host}:{b.http_port}/metrics", timeout=10) as r:
+    req = urllib.request.Request(f"http://{b.host}:{b.http_port}/metrics")
+    token = b.env.get("STRATA_HTTP_TOKEN")  # /metrics needs the API's token when it has one
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(req, timeout=10) as r:
         assert r.status == 200, f"GET /metrics: HTTP {r.status}"
         text = r.read().decode()
     out = []

@@ -40,6 +40,24 @@ pub fn assigned(assignment: &Bytes, topic: &str, partition: i32) -> bool {
         .any(|tp| tp.topic.as_str() == topic && tp.partitions.contains(&partition))
 }
 
+/// The partitions a consumer's assignment holds, by topic (None if the
+/// bytes do not parse).
+pub fn assignment(assignment: &Bytes) -> Option<Vec<(String, Vec<i32>)>> {
+    if assignment.len() < 2 {
+        return None;
+    }
+    let version = i16::from_be_bytes([assignment[0], assignment[1]]).clamp(0, 3);
+    let mut body = assignment.slice(2..);
+    check_assignment(version, &body).ok()?;
+    let a = ConsumerProtocolAssignment::decode(&mut body, version).ok()?;
+    Some(
+        a.assigned_partitions
+            .iter()
+            .map(|tp| (tp.topic.to_string(), tp.partitions.clone()))
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

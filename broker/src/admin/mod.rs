@@ -1,0 +1,99 @@
+//! The admin API under `/api/v1` on `--http-listen` (axum): topics with
+//! their tiering status, consumer groups with lag and catch-up estimates,
+//! offset resets, the historical read path's priority classes and the
+//! broker's status, described by an OpenAPI document (`openapi.json`,
+//! served at `/api/v1/openapi.json`); and the console page that draws
+//! them (`console.rs`). Beyond loopback it needs a bearer token
+//! (`auth.rs`).
+//!
+//! Every change goes through the Kafka handlers (CreateTopics,
+//! IncrementalAlterConfigs, DeleteTopics, OffsetCommit's admin path), so
+//! the API can never do what a Kafka client could not; it owns no state.
+
+pub mod auth;
+pub mod console;
+pub mod error;
+pub mod groups;
+pub mod offsets_reset;
+pub mod priority;
+pub mod state;
+pub mod status;
+pub mod tiering;
+pub mod token;
+pub mod topics;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request};
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::{get, post, put};
+use axum::Router;
+
+use error::ApiError;
+use state::HttpState;
+
+/// The OpenAPI document of this API.
+pub const OPENAPI: &str = include_str!("openapi.json");
+
+/// A JSON body whose rejection (bad JSON, unknown field, wrong type) is
+/// the API's JSON error, not axum's plain text.
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    axum::Json<T>: FromRequest<S, Rejection = JsonRejection>,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(v)) => Ok(ApiJson(v)),
+            // Bad JSON, a missing or wrong content type, an unknown field:
+            // all the client's to fix, all 400 with axum's reason.
+            Err(e) => Err(ApiError::bad_request(e.body_text())),
+        }
+    }
+}
+
+pub fn router() -> Router<HttpState> {
+    Router::new()
+        .route(
+            "/api/v1/openapi.json",
+            get(|| async { ([(header::CONTENT_TYPE, "application/json")], OPENAPI) }),
+        )
+        .route("/api/v1/broker", get(status::get))
+        .route("/api/v1/topics", get(topics::list).post(topics::create))
+        .route(
+            "/api/v1/topics/{topic}",
+            get(topics::describe).delete(topics::delete),
+        )
+        .route(
+            "/api/v1/topics/{topic}/configs",
+            axum::routing::patch(topics::alter_configs),
+        )
+        .route("/api/v1/groups", get(groups::list))
+        .route("/api/v1/groups/{group}", get(groups::describe))
+        .route(
+            "/api/v1/groups/{group}/offsets/reset",
+            post(offsets_reset::reset),
+        )
+        .route("/api/v1/priority-classes", get(priority::get))
+        .route(
+            "/api/v1/priority-classes/groups/{group}",
+            put(priority::put_group).delete(priority::delete_group),
+        )
+        .route(
+            "/api/v1/priority-classes/bulk/pause",
+            post(priority::pause_bulk),
+        )
+        .route(
+            "/api/v1/priority-classes/bulk/resume",
+            post(priority::resume_bulk),
+        )
+        .route("/", get(console::page))
+        .route("/console", get(console::page))
+        .fallback(|| async {
+            ApiError::not_found("no such path: see /api/v1/openapi.json").into_response()
+        })
+}

@@ -1,0 +1,333 @@
+//! `POST /api/v1/groups/{group}/offsets/reset`: what
+//! `kafka-consumer-groups.sh --reset-offsets` does. The plan (current and
+//! new offset per partition) is computed from ListOffsets answers and
+//! returned; only with `execute: true` is it committed, and only while
+//! the group has no members (a live consumer would overwrite it). Offsets
+//! out of the log's range are clamped to it, as Kafka's tool does.
+
+use std::collections::BTreeSet;
+
+use axum::extract::{Path, State};
+use axum::Json;
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+use serde::{Deserialize, Serialize};
+
+use super::error::{ApiError, ApiResult};
+use super::groups::not_coordinator;
+use super::state::HttpState;
+use crate::group::offsets::OffsetCommit;
+use crate::server::{handlers, Broker};
+
+const EARLIEST: i64 = -2;
+const LATEST: i64 = -1;
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ResetTo {
+    Earliest,
+    Latest,
+    Datetime,
+    Offset,
+    Shift,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResetOffsets {
+    pub to: ResetTo,
+    pub topics: Option<Vec<String>>,
+    pub partitions: Option<Vec<i32>>,
+    pub datetime: Option<String>,
+    pub offset: Option<i64>,
+    pub shift: Option<i64>,
+    #[serde(default)]
+    pub execute: bool,
+}
+
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct PlannedReset {
+    pub topic: String,
+    pub partition: i32,
+    pub current_offset: i64,
+    pub new_offset: i64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ResetPlan {
+    pub group_id: String,
+    pub executed: bool,
+    pub partitions: Vec<PlannedReset>,
+}
+
+/// Milliseconds since the epoch from RFC 3339 (`2026-12-05T10:00:00Z`,
+/// an offset, or no zone: UTC), a date-time without seconds, or a number
+/// of milliseconds.
+pub fn parse_datetime(s: &str) -> Result<i64, String> {
+    let s = s.trim();
+    if let Ok(ms) = s.parse::<i64>() {
+        return Ok(ms);
+    }
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Ok(t.timestamp_millis());
+    }
+    for f in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d %H:%M:%S",
+    ] {
+        if let Ok(t) = chrono::NaiveDateTime::parse_from_str(s, f) {
+            return Ok(t.and_utc().timestamp_millis());
+        }
+    }
+    Err(format!(
+        "cannot read `{s}` as a date-time: use RFC 3339 (2026-12-05T10:00:00Z, or +01:00 for a zone; none means UTC) or milliseconds since the epoch"
+    ))
+}
+
+/// ListOffsets for every partition at one timestamp (or EARLIEST/LATEST).
+async fn list_offsets(
+    b: &Broker,
+    partitions: &[(String, i32)],
+    timestamp: i64,
+) -> ApiResult<Vec<i64>> {
+    let mut req = ListOffsetsRequest::default();
+    req.replica_id = BrokerId(-1);
+    let topics: BTreeSet<&String> = partitions.iter().map(|(t, _)| t).collect();
+    for t in topics {
+        let mut lt = ListOffsetsTopic::default();
+        lt.name = TopicName(StrBytes::from_string(t.clone()));
+        for (_, p) in partitions.iter().filter(|(pt, _)| pt == t) {
+            let mut lp = ListOffsetsPartition::default();
+            lp.partition_index = *p;
+            lp.current_leader_epoch = -1;
+            lp.timestamp = timestamp;
+            lt.partitions.push(lp);
+        }
+        req.topics.push(lt);
+    }
+    let r = handlers::list_offsets::handle(req, 7, b).await;
+    partitions
+        .iter()
+        .map(|(t, p)| {
+            let pr = r
+                .topics
+                .iter()
+                .filter(|rt| rt.name.0.as_str() == t)
+                .flat_map(|rt| rt.partitions.iter())
+                .find(|rp| rp.partition_index == *p)
+                .ok_or_else(|| ApiError::kafka(-1, Some(&format!("no ListOffsets answer for {t}-{p}"))))?;
+            if pr.error_code != 0 {
+                return Err(ApiError::kafka(
+                    pr.error_code,
+                    Some(&format!(
+                        "{t}-{p}: {} (offsets can be reset on the broker that leads the partition and coordinates the group)",
+                        crate::metrics::errors::error_name(pr.error_code)
+                    )),
+                ));
+            }
+            Ok(pr.offset)
+        })
+        .collect()
+}
+
+/// The partitions a reset covers.
+async fn partitions_of(
+    b: &Broker,
+    group: &str,
+    req: &ResetOffsets,
+) -> ApiResult<Vec<(String, i32, i64)>> {
+    let committed = b
+        .groups
+        .fetch_checked(group, None)
+        .map_err(|_| not_coordinator(b, group))?;
+    let topics: Vec<String> = match &req.topics {
+        Some(t) if !t.is_empty() => t.clone(),
+        _ => committed
+            .iter()
+            .map(|c| c.topic.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect(),
+    };
+    if topics.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "group {group} has no committed offsets: name the topics to reset"
+        )));
+    }
+    let snap = b.cluster.view.snapshot();
+    let mut out = Vec::new();
+    for t in topics {
+        let count = match snap.topic(&t) {
+            Some(rec) => rec.record.partitions,
+            None => match b.logs.topic(&t) {
+                Some(lt) => lt.partitions().len() as i32,
+                None => {
+                    return Err(ApiError::kafka(
+                        ResponseError::UnknownTopicOrPartition.code(),
+                        Some(&format!("topic {t} does not exist")),
+                    ))
+                }
+            },
+        };
+        let wanted: Vec<i32> = match &req.partitions {
+            Some(ps) if !ps.is_empty() => {
+                if let Some(bad) = ps.iter().find(|p| **p < 0 || **p >= count) {
+                    return Err(ApiError::kafka(
+                        ResponseError::UnknownTopicOrPartition.code(),
+                        Some(&format!(
+                            "topic {t} has no partition {bad} (it has {count})"
+                        )),
+                    ));
+                }
+                ps.clone()
+            }
+            _ => (0..count).collect(),
+        };
+        for p in wanted {
+            let current = committed
+                .iter()
+                .find(|c| c.topic == t && c.partition == p)
+                .map_or(-1, |c| c.offset);
+            out.push((t.clone(), p, current));
+        }
+    }
+    Ok(out)
+}
+
+pub async fn plan(b: &Broker, group: &str, req: &ResetOffsets) -> ApiResult<Vec<PlannedReset>> {
+    let parts = partitions_of(b, group, req).await?;
+    let keys: Vec<(String, i32)> = parts.iter().map(|(t, p, _)| (t.clone(), *p)).collect();
+    let earliest = list_offsets(b, &keys, EARLIEST).await?;
+    let latest = list_offsets(b, &keys, LATEST).await?;
+    let at = match req.to {
+        ResetTo::Datetime => {
+            let ts = parse_datetime(
+                req.datetime
+                    .as_deref()
+                    .ok_or_else(|| ApiError::bad_request("to=datetime needs `datetime`"))?,
+            )
+            .map_err(ApiError::bad_request)?;
+            Some(list_offsets(b, &keys, ts).await?)
+        }
+        _ => None,
+    };
+    let mut out = Vec::with_capacity(parts.len());
+    for (i, (topic, partition, current)) in parts.into_iter().enumerate() {
+        let (lo, hi) = (earliest[i], latest[i]);
+        let wanted = match req.to {
+            ResetTo::Earliest => lo,
+            ResetTo::Latest => hi,
+            // No record at or after the time: the end, as Kafka's tool does.
+            ResetTo::Datetime => at.as_ref().map_or(hi, |a| if a[i] < 0 { hi } else { a[i] }),
+            ResetTo::Offset => req
+                .offset
+                .ok_or_else(|| ApiError::bad_request("to=offset needs `offset`"))?,
+            ResetTo::Shift => {
+                let by = req
+                    .shift
+                    .ok_or_else(|| ApiError::bad_request("to=shift needs `shift`"))?;
+                let base = if current >= 0 { current } else { lo };
+                base.saturating_add(by)
+            }
+        };
+        out.push(PlannedReset {
+            topic,
+            partition,
+            current_offset: current,
+            new_offset: wanted.clamp(lo, hi.max(lo)),
+        });
+    }
+    Ok(out)
+}
+
+pub async fn reset(
+    State(st): State<HttpState>,
+    Path(group): Path<String>,
+    super::ApiJson(req): super::ApiJson<ResetOffsets>,
+) -> ApiResult<Json<ResetPlan>> {
+    let b = st.broker()?;
+    let d = b
+        .groups
+        .describe_checked(&group)
+        .map_err(|_| not_coordinator(&b, &group))?;
+    if !d.members.is_empty() {
+        return Err(ApiError::kafka(
+            ResponseError::NonEmptyGroup.code(),
+            Some(&format!(
+                "offsets of group {group} can only be reset while it has no members, but it is {} with {} member(s): stop its consumers first",
+                d.state,
+                d.members.len()
+            )),
+        ));
+    }
+    let partitions = plan(&b, &group, &req).await?;
+    if req.execute {
+        let offsets: Vec<OffsetCommit> = partitions
+            .iter()
+            .map(|p| OffsetCommit {
+                topic: p.topic.clone(),
+                partition: p.partition,
+                offset: p.new_offset,
+                leader_epoch: -1,
+                metadata: String::new(),
+            })
+            .collect();
+        let codes = b.groups.commit(&group, -1, "", None, offsets).await;
+        if let Some((i, code)) = codes.iter().enumerate().find(|(_, c)| **c != 0) {
+            let p = &partitions[i];
+            let mut e = ApiError::kafka(
+                *code,
+                Some(&format!(
+                    "committing {}-{} failed: {}",
+                    p.topic,
+                    p.partition,
+                    crate::metrics::errors::error_name(*code)
+                )),
+            );
+            if *code == ResponseError::UnknownMemberId.code() {
+                e = ApiError::kafka(
+                    ResponseError::NonEmptyGroup.code(),
+                    Some(&format!(
+                        "group {group} gained a member during the reset: stop its consumers first"
+                    )),
+                );
+            }
+            return Err(e);
+        }
+        tracing::info!(group = %group, partitions = partitions.len(), "offsets reset through the admin API");
+    }
+    Ok(Json(ResetPlan {
+        group_id: group,
+        executed: req.execute,
+        partitions,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datetimes_are_read_as_kafka_users_write_them() {
+        assert_eq!(
+            parse_datetime("2026-12-05T10:00:00Z").unwrap(),
+            1_796_464_800_000
+        );
+        assert_eq!(
+            parse_datetime("2026-12-05T11:00:00+01:00").unwrap(),
+            1_796_464_800_000
+        );
+        assert_eq!(
+            parse_datetime("2026-12-05T10:00:00.000").unwrap(),
+            1_796_464_800_000
+        );
+        assert_eq!(parse_datetime("1796464800000").unwrap(), 1_796_464_800_000);
+        assert!(parse_datetime("yesterday")
+            .unwrap_err()
+            .contains("RFC 3339"));
+    }
+}
