@@ -10,7 +10,6 @@
 //! This module owns the listener and the state it serves from; the API's
 //! changes are `crate::admin`'s.
 
-
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};

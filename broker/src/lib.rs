@@ -3,6 +3,7 @@
 //! `tiering` and `prefetch`; nothing depends on it.
 
 pub mod admin;
+pub mod cli;
 pub mod clock;
 pub mod cluster;
 pub mod config;

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use strata_broker::cli;
 use strata_broker::config::dynamic::DynamicConfigs;
 use strata_broker::config::BrokerConfig;
 use strata_broker::group::GroupCoordinator;
@@ -32,6 +33,50 @@ struct Cli {
 enum Command {
     /// Run a broker.
     Broker(BrokerArgs),
+    /// Topics: list, describe, create, alter configs, delete (Kafka protocol).
+    Topic {
+        #[command(flatten)]
+        target: cli::Target,
+        #[command(subcommand)]
+        cmd: cli::topic::TopicCommand,
+    },
+    /// Consumer groups: list, describe with lag and catch-up, reset offsets.
+    Group {
+        #[command(flatten)]
+        target: cli::Target,
+        #[command(subcommand)]
+        cmd: cli::group::GroupCommand,
+    },
+    /// Tiering status per partition (Strata's admin API).
+    Tiering {
+        #[command(flatten)]
+        target: cli::Target,
+        #[command(subcommand)]
+        cmd: TieringCommand,
+    },
+    /// Produce records from the command line or standard input (acks=all, idempotent).
+    Produce {
+        #[command(flatten)]
+        target: cli::Target,
+        #[command(flatten)]
+        args: cli::produce::ProduceArgs,
+    },
+    /// Read records (no group): from the beginning to the end, or on with --follow.
+    Consume {
+        #[command(flatten)]
+        target: cli::Target,
+        #[command(flatten)]
+        args: cli::consume::ConsumeArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TieringCommand {
+    /// Per partition: local and remote offsets and bytes, what awaits upload.
+    Status {
+        /// One topic (default: every tiered topic).
+        topic: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -143,6 +188,38 @@ fn main() -> anyhow::Result<()> {
                 std::process::exit(1);
             }
             Ok(())
+        }
+        Command::Topic { target, cmd } => run_cli(cli::topic::run(cmd, &target)),
+        Command::Group { target, cmd } => run_cli(cli::group::run(cmd, &target)),
+        Command::Tiering {
+            target,
+            cmd: TieringCommand::Status { topic },
+        } => run_cli(cli::tiering::status(topic, &target)),
+        Command::Produce { target, args } => run_cli(cli::produce::run(args, &target)),
+        Command::Consume { target, args } => run_cli(cli::consume::run(args, &target)),
+    }
+}
+
+/// Runs one CLI command; an error is one line on stderr and exit code 1
+/// (2 for a usage error, as clap's own).
+fn run_cli(f: impl std::future::Future<Output = cli::CliResult<()>>) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    match runtime.block_on(f) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            eprintln!("error: {e}");
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                eprintln!("  caused by: {s}");
+                source = s.source();
+            }
+            std::process::exit(if matches!(e, cli::CliError::Usage(_)) {
+                2
+            } else {
+                1
+            });
         }
     }
 }

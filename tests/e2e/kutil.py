@@ -420,6 +420,23 @@ def offset_delete(bootstrap: str, group: str, topics: dict[str, list[int]]) -> t
     return err, out
 
 
+def group_with_offsets(bootstrap: str, topic: str, records: int, offsets: dict[int, int],
+                       prefix: str = "group", value: bytes = b"v") -> str:
+    """Fills each partition in `offsets` with `records` records, then
+    commits `offsets` ({partition: offset}) for a new group with no
+    members; returns the group's id (lag and reset tests)."""
+    p = producer(bootstrap)
+    for part in offsets:
+        for i in range(records):
+            p.produce(topic, value=value, partition=part)
+    assert p.flush(30) == 0
+    group = unique(prefix)
+    c = group_consumer(bootstrap, group)
+    c.commit(offsets=[TopicPartition(topic, part, o) for part, o in offsets.items()], asynchronous=False)
+    c.close()
+    return group
+
+
 def heartbeat(bootstrap: str, group: str, generation: int, member_id: str,
               instance_id: str | None = None) -> int:
     """Heartbeat v3 (API 12) sent on behalf of a member; returns the error code."""

@@ -24,7 +24,6 @@ import subprocess
 import time
 
 import pytest
-from confluent_kafka import TopicPartition
 from confluent_kafka.admin import ConfigResource, ResourceType
 
 import kutil
@@ -175,16 +174,7 @@ def test_group_lag_per_partition_and_offset_resets(broker_factory):
     api = AdminApi(b)
     adm = kutil.admin(b.bootstrap)
     topic = kutil.create_topic(adm, kutil.unique("api-lag"), partitions=4)
-    p = kutil.producer(b.bootstrap)
-    for part in range(4):
-        for i in range(50):
-            p.produce(topic, value=b"v%d" % i, partition=part)
-    assert p.flush(30) == 0
-    group = kutil.unique("api-group")
-    c = kutil.group_consumer(b.bootstrap, group)
-    c.commit(offsets=[TopicPartition(topic, 0, 50), TopicPartition(topic, 1, 50),
-                      TopicPartition(topic, 2, 50), TopicPartition(topic, 3, 10)], asynchronous=False)
-    c.close()
+    group = kutil.group_with_offsets(b.bootstrap, topic, 50, {0: 50, 1: 50, 2: 50, 3: 10}, "api-group")
 
     # One stuck partition shows by itself; once measured, it is not
     # catching up (nobody consumes it) while the others are caught up.

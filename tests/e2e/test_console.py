@@ -14,7 +14,6 @@ import subprocess
 from html.parser import HTMLParser
 
 import pytest
-from confluent_kafka import TopicPartition
 
 import kutil
 import tierutil as tu
@@ -90,16 +89,8 @@ def test_console_draws_topics_groups_and_tiering(broker_factory, tmp_path):
     tu.wait_settled(b, bucket, tiered, 0, 60)
 
     lagging = kutil.create_topic(adm, kutil.unique("console-lag"), partitions=3)
-    p = kutil.producer(b.bootstrap)
-    for part in range(3):
-        for i in range(40):
-            p.produce(lagging, value=b"x" * 100, partition=part)
-    assert p.flush(30) == 0
-    group = kutil.unique("console-group")
-    c = kutil.group_consumer(b.bootstrap, group)
-    c.commit(offsets=[TopicPartition(lagging, 0, 40), TopicPartition(lagging, 1, 40),
-                      TopicPartition(lagging, 2, 5)], asynchronous=False)
-    c.close()
+    group = kutil.group_with_offsets(b.bootstrap, lagging, 40, {0: 40, 1: 40, 2: 5}, "console-group",
+                                     value=b"x" * 100)
 
     def measured():
         _, d = api.get(f"/api/v1/groups/{group}", expect=200)

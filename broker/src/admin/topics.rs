@@ -152,7 +152,8 @@ pub async fn list(State(st): State<HttpState>) -> ApiResult<Json<TopicList>> {
     Ok(Json(TopicList { topics }))
 }
 
-fn source_name(code: i8) -> &'static str {
+/// Kafka's DescribeConfigs config source, by name.
+pub fn source_name(code: i8) -> &'static str {
     match code {
         1 => "topic",
         2 | 3 => "broker_dynamic",
