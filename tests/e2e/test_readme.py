@@ -1,6 +1,6 @@
 """The README's commands, run as a newcomer would type them: the broker
 started with `cargo run --release -- broker`, the quick start's venv and
-Python snippet, the kcat line, and `--set` at start. Only the address
+Python snippet, the kcat line, `--set` at start, and the CLI's block. Only the address
 changes: each run gets its own port instead of 9092 (and its own data
 directory), so the suite can run beside a broker on the default port.
 
@@ -135,3 +135,35 @@ def test_set_flags_at_start(tmp_path):
         assert configs["log.retention.hours"].value == "24"
     finally:
         _stop(proc)
+
+
+def test_cli_block_as_written(broker_factory, tmp_path):
+    """The README's CLI lines, one by one through the shell, with `strata`
+    on PATH and the broker's addresses in STRATA_BOOTSTRAP_SERVER and
+    STRATA_ADMIN_URL. The group the block describes gets committed offsets
+    first (a consumer would have made them)."""
+    from strata_broker import strata_bin
+    b = broker_factory()
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "strata").symlink_to(strata_bin())
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("STRATA_")},
+           "PATH": f"{bindir}:{os.environ['PATH']}", "STRATA_BOOTSTRAP_SERVER": b.bootstrap,
+           "STRATA_ADMIN_URL": f"http://127.0.0.1:{b.http_port}"}
+    block = _block_with("strata topic create")
+    lines = [ln for ln in block.splitlines() if ln.strip()]
+    assert len(lines) >= 10
+    outputs = {}
+    for line in lines:
+        if line.startswith("strata group describe billing"):
+            c = kutil.group_consumer(b.bootstrap, "billing")
+            from confluent_kafka import TopicPartition
+            c.commit(offsets=[TopicPartition("payments", p, 2) for p in range(6)], asynchronous=False)
+            c.close()
+        r = subprocess.run(["bash", "-o", "pipefail", "-c", line], env=env, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, (line, r.stdout[-2000:], r.stderr[-2000:])
+        outputs[line] = r.stdout
+    assert "Produced 100 records to payments" in "".join(outputs.values())
+    describe = next(v for k, v in outputs.items() if k.startswith("strata group describe billing"))
+    assert "Group: billing" in describe and "LAG-AGE" in describe and "CATCH-UP" in describe
