@@ -61,13 +61,16 @@ async fn metrics(State(s): State<HttpState>) -> Response {
     let Some(p) = s.parts() else {
         return starting(&s);
     };
-    let families = crate::metrics::state::families(
+    let mut families = crate::metrics::state::families(
         &p.logs,
         p.remote.as_deref(),
         p.txns.as_deref(),
         p.groups.as_deref(),
         p.cluster.as_deref(),
     );
+    if let Some(d) = &p.dlq {
+        families.extend(d.families());
+    }
     (
         [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
         crate::metrics::encode_text(families),

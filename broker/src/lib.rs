@@ -11,6 +11,7 @@ pub mod coordinator_log;
 pub mod coordinator_ownership;
 pub mod coordinators;
 pub mod decode_bounds;
+pub mod dlq;
 pub mod durable_file;
 pub mod fd_limit;
 #[cfg(any(test, feature = "fuzzing"))]

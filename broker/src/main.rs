@@ -68,6 +68,13 @@ enum Command {
         #[command(flatten)]
         args: cli::consume::ConsumeArgs,
     },
+    /// Dead-letter topics: inspect by reason, replay to the source topic.
+    Dlq {
+        #[command(flatten)]
+        target: cli::Target,
+        #[command(subcommand)]
+        cmd: cli::dlq::DlqCommand,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -197,6 +204,7 @@ fn main() -> anyhow::Result<()> {
         } => run_cli(cli::tiering::status(topic, &target)),
         Command::Produce { target, args } => run_cli(cli::produce::run(args, &target)),
         Command::Consume { target, args } => run_cli(cli::consume::run(args, &target)),
+        Command::Dlq { target, cmd } => run_cli(cli::dlq::run(cmd, &target)),
     }
 }
 
@@ -570,6 +578,15 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     groups.start_background(std::time::Duration::from_millis(
         config.i64("offsets.retention.check.interval.ms").max(1) as u64,
     ));
+    let dlq = strata_broker::dlq::monitor::DlqMonitor::new(
+        logs.clone(),
+        groups.clone(),
+        strata_broker::dlq::reasons::parse_names(&config.value("dlq.reason.headers")),
+        config.i64("dlq.unconsumed.warn.ms"),
+    );
+    dlq.start_background(std::time::Duration::from_millis(
+        config.i64("dlq.check.interval.ms").max(100) as u64,
+    ));
     let server = tokio::spawn(server::serve(listener, broker.clone(), shutdown_rx.clone()));
     http_state.ready(strata_broker::http::BrokerParts {
         logs: logs.clone(),
@@ -578,6 +595,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         groups: Some(groups.clone()),
         cluster: Some(cluster.clone()),
         broker: Some(broker.clone()),
+        dlq: Some(dlq),
     });
     tracing::info!(
         listen = %local,

@@ -1,7 +1,7 @@
 //! The admin API under `/api/v1` on `--http-listen` (axum): topics with
 //! their tiering status, consumer groups with lag and catch-up estimates,
-//! offset resets, the historical read path's priority classes and the
-//! broker's status, described by an OpenAPI document (`openapi.json`,
+//! offset resets, the historical read path's priority classes, the
+//! dead-letter topics' counts and warnings and the broker's status, described by an OpenAPI document (`openapi.json`,
 //! served at `/api/v1/openapi.json`); and the console page that draws
 //! them (`console.rs`). Beyond loopback it needs a bearer token
 //! (`auth.rs`).
@@ -12,6 +12,7 @@
 
 pub mod auth;
 pub mod console;
+pub mod dlq;
 pub mod error;
 pub mod groups;
 pub mod offsets_reset;
@@ -78,6 +79,7 @@ pub fn router() -> Router<HttpState> {
             "/api/v1/groups/{group}/offsets/reset",
             post(offsets_reset::reset),
         )
+        .route("/api/v1/dlq", get(dlq::list))
         .route("/api/v1/priority-classes", get(priority::get))
         .route(
             "/api/v1/priority-classes/groups/{group}",

@@ -21,6 +21,8 @@ pub struct BrokerParts {
     pub cluster: Option<Arc<crate::cluster::Cluster>>,
     /// What the admin API works through (None in tests of /metrics alone).
     pub broker: Option<Arc<crate::server::Broker>>,
+    /// The dead-letter monitor (counts per reason, warnings).
+    pub dlq: Option<Arc<crate::dlq::monitor::DlqMonitor>>,
 }
 
 #[derive(Debug, Default)]

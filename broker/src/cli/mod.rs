@@ -1,5 +1,5 @@
 //! The operator CLI in the `strata` binary: `strata topic`, `group`,
-//! `tiering`, `produce` and `consume`. Everything a Kafka broker knows is
+//! `tiering`, `produce`, `consume` and `dlq`. Everything a Kafka broker knows is
 //! asked over the Kafka protocol (`kafka.rs`), so these commands work
 //! against any Kafka broker; what only Strata knows (tiering status, lag
 //! age, catch-up estimates) comes from Strata's admin API (`admin_http.rs`)
@@ -11,6 +11,7 @@
 
 pub mod admin_http;
 pub mod consume;
+pub mod dlq;
 pub mod group;
 pub mod kafka;
 pub mod output;

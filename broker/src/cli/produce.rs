@@ -160,6 +160,11 @@ impl<'a> Producer<'a> {
         Ok(&self.leaders[topic])
     }
 
+    /// How many partitions `topic` has.
+    pub async fn partition_count(&mut self, topic: &str) -> Result<i32, ClientError> {
+        Ok(self.partitions(topic).await?.len() as i32)
+    }
+
     /// Queues a record; sends the partition's batch once it is full.
     pub async fn send(&mut self, topic: &str, r: OutRecord) -> Result<(), ClientError> {
         let count = self.partitions(topic).await?.len() as i32;

@@ -88,3 +88,27 @@ pub(super) fn check_replica_selector(v: &str) -> Result<(), String> {
         )),
     }
 }
+
+/// A comma-separated list of topic names (empty: none).
+pub(super) fn check_topic_list(v: &str) -> Result<(), String> {
+    for name in v.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        crate::topic_name::validate_topic_name(name).map_err(|e| format!("`{name}`: {e}"))?;
+    }
+    Ok(())
+}
+
+/// A comma-separated list of record header names, at least one.
+pub(super) fn check_header_list(v: &str) -> Result<(), String> {
+    let names: Vec<&str> = v
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .collect();
+    if names.is_empty() {
+        return Err("name at least one header".into());
+    }
+    if names.iter().any(|n| n.len() > 256) {
+        return Err("a header name is at most 256 characters".into());
+    }
+    Ok(())
+}

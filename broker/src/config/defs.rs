@@ -6,8 +6,8 @@
 //! checks the table names live in `checks.rs`.
 
 use super::checks::{
-    check_compression_type, check_gzip_level, check_message_format_version, check_nice,
-    check_priority_groups, check_priority_shares,
+    check_compression_type, check_gzip_level, check_header_list, check_message_format_version,
+    check_nice, check_priority_groups, check_priority_shares, check_topic_list,
 };
 
 /// Kafka's `ConfigType` as reported by DescribeConfigs v3+.
@@ -372,6 +372,22 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
         broker_synonym: None,
         doc: "Complete acks=all writes once min.insync.replicas replicas (the leader among them) hold them, not the whole ISR, so one slow follower stops setting produce latency; leaders are then elected only among replicas proven to hold every acknowledged record (docs/quorum-acks.md). Set when the topic is created; in a cluster only.",
     },
+    ConfigDef {
+        name: "dlq.enable",
+        kind: ConfigType::Boolean,
+        default: "false",
+        validator: Validator::Bool,
+        broker_synonym: None,
+        doc: "Marks the topic as a dead-letter queue (so does a name ending in .dlq): its records are counted per reason header (strata_dlq_records_total), and the broker warns when its retention is shorter than a source topic's or when records older than dlq.unconsumed.warn.ms were consumed by no group (Strata's; docs/dlq.md).",
+    },
+    ConfigDef {
+        name: "dlq.source.topics",
+        kind: ConfigType::List,
+        default: "",
+        validator: Validator::Custom(check_topic_list),
+        broker_synonym: None,
+        doc: "For a dead-letter topic: the topics its records come from, comma-separated, whose retention it must not undercut. Also found from the .dlq naming convention (orders.dlq for orders) and from the records' dlq.source_topic headers.",
+    },
 ];
 
 const LONG_MAX: &str = "9223372036854775807";
@@ -573,6 +589,27 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "60000",
         Validator::LongAtLeast(1000),
         "The window over which consume and produce rates are measured for the catch-up estimate; a rate needs samples over a quarter of it (Strata's).",
+    ),
+    broker(
+        "dlq.reason.headers",
+        ConfigType::List,
+        crate::dlq::reasons::DEFAULT_REASON_HEADERS_CSV,
+        Validator::Custom(check_header_list),
+        "The headers a dead-letter record's reason is read from, in order; the first present names the reason (strata_dlq_records_total{reason}, strata dlq inspect).",
+    ),
+    broker(
+        "dlq.unconsumed.warn.ms",
+        ConfigType::Long,
+        "86400000",
+        Validator::LongAtLeast(1000),
+        "Warn when a dead-letter topic holds a record this old that no consumer group has consumed: a dead-letter queue nobody reads is a slower way to lose data.",
+    ),
+    broker(
+        "dlq.check.interval.ms",
+        ConfigType::Long,
+        "10000",
+        Validator::LongAtLeast(100),
+        "How often dead-letter topics' new records are counted per reason and their warnings checked.",
     ),
     broker(
         "group.initial.rebalance.delay.ms",
@@ -875,7 +912,13 @@ mod tests {
         for t in TOPIC_CONFIGS {
             let Some(syn) = t.broker_synonym else {
                 assert!(
-                    ["remote.storage.enable", "quorum.ack.enable"].contains(&t.name),
+                    [
+                        "remote.storage.enable",
+                        "quorum.ack.enable",
+                        "dlq.enable",
+                        "dlq.source.topics"
+                    ]
+                    .contains(&t.name),
                     "{} has no broker default",
                     t.name
                 );
