@@ -68,6 +68,11 @@ enum Command {
         #[command(flatten)]
         args: cli::consume::ConsumeArgs,
     },
+    /// Every broker and topic setting with its default and meaning (Markdown).
+    Config {
+        #[command(subcommand)]
+        cmd: ConfigCommand,
+    },
     /// Dead-letter topics: inspect by reason, replay to the source topic.
     Dlq {
         #[command(flatten)]
@@ -75,6 +80,12 @@ enum Command {
         #[command(subcommand)]
         cmd: cli::dlq::DlqCommand,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// The settings reference, as in docs/operations.md.
+    Reference,
 }
 
 #[derive(Debug, Subcommand)]
@@ -205,6 +216,12 @@ fn main() -> anyhow::Result<()> {
         Command::Produce { target, args } => run_cli(cli::produce::run(args, &target)),
         Command::Consume { target, args } => run_cli(cli::consume::run(args, &target)),
         Command::Dlq { target, cmd } => run_cli(cli::dlq::run(cmd, &target)),
+        Command::Config {
+            cmd: ConfigCommand::Reference,
+        } => {
+            print!("{}", strata_broker::config::reference::markdown());
+            Ok(())
+        }
     }
 }
 

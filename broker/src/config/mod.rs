@@ -9,6 +9,7 @@ pub mod checks;
 pub mod cluster_defs;
 pub mod defs;
 pub mod dynamic;
+pub mod reference;
 
 use std::collections::BTreeMap;
 use std::path::Path;
