@@ -595,6 +595,19 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     groups.start_background(std::time::Duration::from_millis(
         config.i64("offsets.retention.check.interval.ms").max(1) as u64,
     ));
+    // Offsets may be committed for partitions hosted elsewhere.
+    let view = cluster.view.clone();
+    groups.set_cluster_partitions(std::sync::Arc::new(move |topic: &str, partition: i32| {
+        view.snapshot().partition(topic, partition).is_some()
+    }));
+    // Lag of partitions led elsewhere: their leaders' high watermarks.
+    let view = cluster.view.clone();
+    groups.start_remote_lag(std::sync::Arc::new(move |topic: &str, partition: i32| {
+        let snap = view.snapshot();
+        let leader = snap.partition(topic, partition)?.state.leader;
+        let b = snap.brokers.get(&leader)?;
+        Some((leader, b.registration.host.clone(), b.registration.port))
+    }));
     let dlq = strata_broker::dlq::monitor::DlqMonitor::new(
         logs.clone(),
         groups.clone(),

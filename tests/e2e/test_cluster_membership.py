@@ -54,11 +54,12 @@ def internal_rf(n):
             "transaction.state.log.replication.factor": rf}
 
 
-def start_cluster(broker_factory, etcd, prefix, n=3, racks=True):
+def start_cluster(broker_factory, etcd, prefix, n=3, racks=True, extra=None):
     brokers = {}
     for node in range(1, n + 1):
         settings = dict(SETTINGS)
         settings.update(internal_rf(n))
+        settings.update(extra or {})
         if racks:
             settings["broker.rack"] = f"zone-{'abc'[(node - 1) % 3]}"
         brokers[node] = broker_factory(

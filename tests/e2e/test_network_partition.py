@@ -83,8 +83,11 @@ def test_a_cut_off_leader_acknowledges_nothing_and_rejoins_after_truncating(tmp_
         etcd = EtcdCluster(tmp_path / "etcd", members=1, host=net.outer_ip)
         prefix = kutil.unique("cut")
         for n in (1, 2, 3):
+            # Their HTTP listeners are on the namespaces' addresses, beyond
+            # loopback: the admin API needs a token there.
             kw = dict(data_dir=tmp_path / f"b{n}" / "data", settings=settings(), name=f"b{n}",
-                      extra_args=["--metadata", etcd.url(prefix), "--node-id", str(n)])
+                      extra_args=["--metadata", etcd.url(prefix), "--node-id", str(n)],
+                      env={"STRATA_HTTP_TOKEN": "network-partition-test-token"})
             if n == 1:
                 b = NsBroker(net, **kw)
             else:

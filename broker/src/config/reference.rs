@@ -7,7 +7,8 @@
 
 use super::defs::{ConfigDef, ConfigType, Validator, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS};
 
-pub const BEGIN: &str = "<!-- BEGIN GENERATED: strata config reference (do not edit; see docs/operations.md) -->";
+pub const BEGIN: &str =
+    "<!-- BEGIN GENERATED: strata config reference (do not edit; see docs/operations.md) -->";
 pub const END: &str = "<!-- END GENERATED -->";
 
 fn kind(k: ConfigType) -> &'static str {
@@ -55,7 +56,9 @@ fn table(out: &mut String, defs: &[&ConfigDef], topic: bool) {
     }
     for d in defs {
         let fourth = if topic {
-            d.broker_synonym.map(|s| format!("`{s}`")).unwrap_or_else(|| "–".into())
+            d.broker_synonym
+                .map(|s| format!("`{s}`"))
+                .unwrap_or_else(|| "–".into())
         } else if DYNAMIC_BROKER_CONFIGS.contains(&d.name) {
             "yes".into()
         } else {
@@ -125,7 +128,11 @@ mod tests {
             );
         }
         for d in TOPIC_CONFIGS.iter().chain(super::super::broker_defs()) {
-            assert!(want.contains(&format!("| `{}` |", d.name)), "{} missing", d.name);
+            assert!(
+                want.contains(&format!("| `{}` |", d.name)),
+                "{} missing",
+                d.name
+            );
         }
     }
 }

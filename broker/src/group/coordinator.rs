@@ -91,6 +91,29 @@ pub struct GroupCoordinator {
     pub(super) cfg: CoordinatorConfig,
     /// Lag, lag age and catch-up estimates of the groups here (`lag.rs`).
     pub lag: super::lag::LagTracker,
+    /// High watermarks of partitions whose log is on other brokers, from
+    /// their leaders (`remote_lag.rs`).
+    pub remote: super::remote_lag::RemoteWatermarks,
+    /// In a cluster: whether a partition this broker hosts no replica of
+    /// exists (the cluster view), so groups can commit offsets for it.
+    cluster_partitions: ClusterPartitions,
+}
+
+/// Whether `topic`/`partition` exists in the cluster.
+pub type PartitionKnown = Arc<dyn Fn(&str, i32) -> bool + Send + std::marker::Sync>;
+
+/// The cluster's partitions, once known (a single broker has none).
+#[derive(Default)]
+struct ClusterPartitions(std::sync::OnceLock<PartitionKnown>);
+
+impl std::fmt::Debug for ClusterPartitions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "cluster"
+        } else {
+            "local"
+        })
+    }
 }
 
 pub(super) fn code(e: ResponseError) -> i16 {
@@ -129,6 +152,8 @@ impl GroupCoordinator {
             lag: super::lag::LagTracker::new(Duration::from_millis(
                 broker.i64("group.lag.window.ms").max(1000) as u64,
             )),
+            remote: Default::default(),
+            cluster_partitions: ClusterPartitions::default(),
         }))
     }
 
@@ -402,9 +427,38 @@ impl GroupCoordinator {
         }
     }
 
-    /// Every group's committed offsets on partitions whose log is on this
-    /// broker, with their high watermarks: one lag sample.
+    /// In a cluster: tells the coordinator which partitions exist beyond
+    /// the ones this broker hosts (offsets may be committed for any).
+    pub fn set_cluster_partitions(&self, known: PartitionKnown) {
+        let _ = self.cluster_partitions.0.set(known);
+    }
+
+    /// Whether offsets may be committed for `topic`/`partition`: it is
+    /// hosted here, or the cluster has it.
+    pub(super) fn partition_exists(&self, topic: &str, partition: i32) -> bool {
+        self.logs.partition(topic, partition).is_some()
+            || self
+                .cluster_partitions
+                .0
+                .get()
+                .is_some_and(|known| known(topic, partition))
+    }
+
+    /// How often lag is sampled.
+    fn lag_interval(&self) -> Duration {
+        Duration::from_millis(
+            self.logs
+                .broker_config()
+                .i64("group.lag.sample.interval.ms")
+                .max(100) as u64,
+        )
+    }
+
+    /// Every group's committed offsets with their partitions' high
+    /// watermarks: from the local log, or (a partition this broker does
+    /// not host) from its leader's last answer. One lag sample.
     pub fn lag_observations(&self) -> Vec<super::lag::Observation> {
+        let max_age = self.lag_interval() * 3 + Duration::from_secs(1);
         let committed: Vec<(String, String, i32, i64)> = {
             let groups = self.lock();
             groups
@@ -420,26 +474,64 @@ impl GroupCoordinator {
             .into_iter()
             .filter(|(_, _, _, offset)| *offset >= 0)
             .filter_map(|(group, topic, partition, committed)| {
-                let log = self.logs.partition(&topic, partition)?;
+                let high_watermark = match self.logs.partition(&topic, partition) {
+                    Some(log) => log.high_watermark(),
+                    None => self.remote.high_watermark(&topic, partition, max_age)?,
+                };
                 Some(super::lag::Observation {
                     group,
                     topic,
                     partition,
                     committed,
-                    high_watermark: log.high_watermark(),
+                    high_watermark,
                 })
             })
             .collect()
+    }
+
+    /// Committed offsets on partitions this broker does not host.
+    pub fn remote_lag_wanted(&self) -> super::remote_lag::Wanted {
+        let groups = self.lock();
+        let mut out = super::remote_lag::Wanted::new();
+        for g in groups.values() {
+            for ((t, p), v) in &g.offsets {
+                if v.offset >= 0
+                    && !crate::topic_name::is_internal(t)
+                    && self.logs.partition(t, *p).is_none()
+                {
+                    out.entry((t.clone(), *p)).or_default().insert(v.offset);
+                }
+            }
+        }
+        out
+    }
+
+    /// Asks the leaders of partitions this broker does not host for
+    /// their high watermarks, every lag sample interval (in a cluster).
+    pub fn start_remote_lag(self: &Arc<Self>, leader_of: super::remote_lag::LeaderOf) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(me.lag_interval());
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut clients = HashMap::new();
+            loop {
+                tick.tick().await;
+                let wanted = me.remote_lag_wanted();
+                super::remote_lag::refresh(wanted, &me.remote, &leader_of, &mut clients).await;
+            }
+        });
     }
 
     /// Takes one round of lag samples (blocking: reads batch headers).
     pub fn sample_lag(&self) {
         let obs = self.lag_observations();
         self.lag
-            .record(Instant::now(), &obs, |topic, partition, offset| {
-                self.logs
-                    .partition(topic, partition)
-                    .and_then(|l| l.batch_timestamp_at(offset).ok().flatten())
+            .record(Instant::now(), &obs, |topic, partition, offset| match self
+                .logs
+                .partition(topic, partition)
+            {
+                Some(l) => l.batch_timestamp_at(offset).ok().flatten(),
+                None => self.remote.timestamp_at(topic, partition, offset),
             });
     }
 

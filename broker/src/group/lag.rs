@@ -9,7 +9,8 @@
 //!
 //! The coordinator's sampler (`timers.rs`) feeds it every
 //! `group.lag.sample.interval.ms` for the partitions whose log this broker
-//! holds; `/metrics` reads it. Bookkeeping only: it never changes a
+//! holds, and for the others from their leaders' answers
+//! (`remote_lag.rs`); `/metrics` reads it. Bookkeeping only: it never changes a
 //! group, never reads the object store.
 
 use std::collections::{HashMap, VecDeque};

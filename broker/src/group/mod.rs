@@ -9,6 +9,7 @@ pub mod loading;
 pub mod offsets;
 pub mod pending_txn;
 pub mod records;
+pub mod remote_lag;
 pub mod store;
 pub mod subscription;
 pub mod timers;

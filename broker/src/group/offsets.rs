@@ -53,7 +53,7 @@ impl GroupCoordinator {
         let mut records = Vec::new();
         let mut written = Vec::new();
         for (i, o) in offsets.iter().enumerate() {
-            if self.logs.partition(&o.topic, o.partition).is_none() {
+            if !self.partition_exists(&o.topic, o.partition) {
                 result[i] = code(ResponseError::UnknownTopicOrPartition);
                 continue;
             }

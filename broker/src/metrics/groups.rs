@@ -27,7 +27,7 @@ pub fn families(g: &GroupCoordinator) -> Vec<Family> {
     );
     let mut age = Family::gauge(
         "strata_consumer_group_lag_seconds",
-        "Age of the oldest record the group has not consumed (by its batch's timestamp); 0 without lag. Absent when that record is not on this broker's disk.",
+        "Age of the oldest record the group has not consumed (by its batch's timestamp); 0 without lag. Absent when that record's batch could not be read (from this broker's disk, or from the partition's leader).",
     );
     let mut rate = Family::gauge(
         "strata_consumer_group_consume_rate_records_per_second",
