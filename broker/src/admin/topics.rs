@@ -135,12 +135,7 @@ pub async fn list(State(st): State<HttpState>) -> ApiResult<Json<TopicList>> {
             Some(TopicSummary {
                 remote_storage_enable: remote_enabled(&b, &name),
                 partitions: t.partitions.len(),
-                replication_factor: t
-                    .partitions
-                    .iter()
-                    .map(|p| p.replica_nodes.len())
-                    .max()
-                    .unwrap_or(0),
+                replication_factor: replication_factor(t),
                 internal: t.is_internal,
                 name,
                 local_bytes,
@@ -150,6 +145,18 @@ pub async fn list(State(st): State<HttpState>) -> ApiResult<Json<TopicList>> {
         .collect();
     topics.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Json(TopicList { topics }))
+}
+
+/// A topic's replication factor as Metadata shows it: its partitions'
+/// largest replica count.
+pub fn replication_factor(
+    t: &kafka_protocol::messages::metadata_response::MetadataResponseTopic,
+) -> usize {
+    t.partitions
+        .iter()
+        .map(|p| p.replica_nodes.len())
+        .max()
+        .unwrap_or(0)
 }
 
 /// Kafka's DescribeConfigs config source, by name.

@@ -221,6 +221,10 @@ impl<'a> Reader<'a> {
             }
             for t in &r.responses {
                 for p in &t.partitions {
+                    // Only partitions asked for (a broker's answer is not trusted).
+                    let Some(&pos) = self.positions.get(&p.partition_index) else {
+                        continue;
+                    };
                     let code = p.error_code;
                     if code == ResponseError::NotLeaderOrFollower.code()
                         || code == ResponseError::LeaderNotAvailable.code()
@@ -233,7 +237,7 @@ impl<'a> Reader<'a> {
                         return Err(ClientError::kafka(
                             format!(
                                 "fetching {}-{} at offset {}",
-                                self.topic, p.partition_index, self.positions[&p.partition_index]
+                                self.topic, p.partition_index, pos
                             ),
                             code,
                             None,
@@ -250,7 +254,6 @@ impl<'a> Reader<'a> {
                         .unwrap_or_default();
                     let Some(records) = &p.records else { continue };
                     let part = p.partition_index;
-                    let pos = self.positions[&part];
                     let (recs, next) =
                         decode(records, pos, &aborted, self.isolation).map_err(|m| {
                             ClientError::Protocol {
@@ -258,7 +261,7 @@ impl<'a> Reader<'a> {
                                 message: format!("{}-{part}: {m}", self.topic),
                             }
                         })?;
-                    let end = self.ends.as_ref().map(|e| e[&part]);
+                    let end = self.ends.as_ref().and_then(|e| e.get(&part).copied());
                     for mut r in recs {
                         r.partition = part;
                         if end.is_none_or(|e| r.offset < e) {

@@ -499,6 +499,19 @@ impl KafkaClient {
                 }
             }
         }
+        // Every partition asked has its answer (callers index by them).
+        if let Some(p) = partitions
+            .iter()
+            .find(|p| !out.contains_key(&(p.topic.clone(), p.partition)))
+        {
+            return Err(ClientError::Protocol {
+                addr: format!("broker {}", p.leader),
+                message: format!(
+                    "ListOffsets answered nothing for {}-{}",
+                    p.topic, p.partition
+                ),
+            });
+        }
         Ok(out)
     }
 }

@@ -144,12 +144,7 @@ async fn list(k: &mut KafkaClient, all: bool, format: Format) -> CliResult<()> {
         .map(|t| TopicRow {
             name: t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default(),
             partitions: t.partitions.len(),
-            replication_factor: t
-                .partitions
-                .iter()
-                .map(|p| p.replica_nodes.len())
-                .max()
-                .unwrap_or(0),
+            replication_factor: crate::admin::topics::replication_factor(t),
             internal: t.is_internal,
         })
         .collect();
