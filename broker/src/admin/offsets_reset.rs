@@ -88,6 +88,33 @@ pub fn parse_datetime(s: &str) -> Result<i64, String> {
     ))
 }
 
+/// Where a reset moves one partition's committed offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reset {
+    Earliest,
+    Latest,
+    /// The ListOffsets answer for the time (negative: no record at or after it).
+    Datetime(i64),
+    Offset(i64),
+    Shift(i64),
+}
+
+/// The new offset of a partition whose log spans `lo..hi` and whose group
+/// committed `current` (None: nothing), clamped to the log as
+/// kafka-consumer-groups.sh does. Shared by the admin API and the CLI.
+pub fn new_offset(reset: Reset, lo: i64, hi: i64, current: Option<i64>) -> i64 {
+    let wanted = match reset {
+        Reset::Earliest => lo,
+        Reset::Latest => hi,
+        // No record at or after the time: the end, as Kafka's tool does.
+        Reset::Datetime(at) if at < 0 => hi,
+        Reset::Datetime(at) => at,
+        Reset::Offset(o) => o,
+        Reset::Shift(by) => current.unwrap_or(lo).saturating_add(by),
+    };
+    wanted.clamp(lo, hi.max(lo))
+}
+
 /// ListOffsets for every partition at one timestamp (or EARLIEST/LATEST).
 async fn list_offsets(
     b: &Broker,
@@ -217,28 +244,25 @@ pub async fn plan(b: &Broker, group: &str, req: &ResetOffsets) -> ApiResult<Vec<
     };
     let mut out = Vec::with_capacity(parts.len());
     for (i, (topic, partition, current)) in parts.into_iter().enumerate() {
-        let (lo, hi) = (earliest[i], latest[i]);
-        let wanted = match req.to {
-            ResetTo::Earliest => lo,
-            ResetTo::Latest => hi,
-            // No record at or after the time: the end, as Kafka's tool does.
-            ResetTo::Datetime => at.as_ref().map_or(hi, |a| if a[i] < 0 { hi } else { a[i] }),
-            ResetTo::Offset => req
-                .offset
-                .ok_or_else(|| ApiError::bad_request("to=offset needs `offset`"))?,
-            ResetTo::Shift => {
-                let by = req
-                    .shift
-                    .ok_or_else(|| ApiError::bad_request("to=shift needs `shift`"))?;
-                let base = if current >= 0 { current } else { lo };
-                base.saturating_add(by)
-            }
+        let reset = match req.to {
+            ResetTo::Earliest => Reset::Earliest,
+            ResetTo::Latest => Reset::Latest,
+            ResetTo::Datetime => Reset::Datetime(at.as_ref().map_or(-1, |a| a[i])),
+            ResetTo::Offset => Reset::Offset(
+                req.offset
+                    .ok_or_else(|| ApiError::bad_request("to=offset needs `offset`"))?,
+            ),
+            ResetTo::Shift => Reset::Shift(
+                req.shift
+                    .ok_or_else(|| ApiError::bad_request("to=shift needs `shift`"))?,
+            ),
         };
+        let committed = (current >= 0).then_some(current);
         out.push(PlannedReset {
             topic,
             partition,
             current_offset: current,
-            new_offset: wanted.clamp(lo, hi.max(lo)),
+            new_offset: new_offset(reset, earliest[i], latest[i], committed),
         });
     }
     Ok(out)
@@ -310,6 +334,19 @@ pub async fn reset(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resets_land_inside_the_log() {
+        assert_eq!(new_offset(Reset::Earliest, 5, 50, Some(20)), 5);
+        assert_eq!(new_offset(Reset::Latest, 5, 50, Some(20)), 50);
+        assert_eq!(new_offset(Reset::Datetime(30), 5, 50, None), 30);
+        assert_eq!(new_offset(Reset::Datetime(-1), 5, 50, None), 50);
+        assert_eq!(new_offset(Reset::Offset(1000), 5, 50, None), 50);
+        assert_eq!(new_offset(Reset::Offset(0), 5, 50, None), 5);
+        assert_eq!(new_offset(Reset::Shift(-3), 5, 50, Some(20)), 17);
+        assert_eq!(new_offset(Reset::Shift(2), 5, 50, None), 7);
+        assert_eq!(new_offset(Reset::Shift(i64::MIN), 5, 50, Some(20)), 5);
+    }
 
     #[test]
     fn datetimes_are_read_as_kafka_users_write_them() {

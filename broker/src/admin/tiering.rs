@@ -45,19 +45,17 @@ pub fn of(p: &RemotePartition, now_ms: i64) -> PartitionTiering {
     }
 }
 
-/// The tiering state of `topic`-`partition` on this broker, if it tiers it.
-pub fn partition(
+/// The partitions this broker tiers, by (topic, partition): built once per
+/// request, so a listing of many partitions does not scan them all for each.
+pub fn index(
     remote: Option<&TieredStorage>,
-    topic: &str,
-    partition: i32,
-    now_ms: i64,
-) -> Option<PartitionTiering> {
-    remote?
-        .manager
-        .partitions()
+) -> std::collections::HashMap<(String, i32), std::sync::Arc<RemotePartition>> {
+    remote
+        .map(|r| r.manager.partitions())
+        .unwrap_or_default()
         .into_iter()
-        .find(|p| p.topic == topic && p.partition == partition)
-        .map(|p| of(&p, now_ms))
+        .map(|p| ((p.topic.clone(), p.partition), p))
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize, Default)]

@@ -114,6 +114,7 @@ pub async fn list(State(st): State<HttpState>) -> ApiResult<Json<TopicList>> {
     let b = st.broker()?;
     let md = metadata(&b, None).await;
     let now = crate::clock::now_ms();
+    let tiered = tiering::index(b.remote.as_deref());
     let mut topics: Vec<TopicSummary> = md
         .topics
         .iter()
@@ -127,10 +128,8 @@ pub async fn list(State(st): State<HttpState>) -> ApiResult<Json<TopicList>> {
             let remote_bytes = t
                 .partitions
                 .iter()
-                .filter_map(|p| {
-                    tiering::partition(b.remote.as_deref(), &name, p.partition_index, now)
-                })
-                .map(|t| t.remote_bytes)
+                .filter_map(|p| tiered.get(&(name.clone(), p.partition_index)))
+                .map(|t| tiering::of(t, now).remote_bytes)
                 .sum();
             Some(TopicSummary {
                 remote_storage_enable: remote_enabled(&b, &name),
@@ -222,6 +221,7 @@ pub async fn detail(b: &Broker, name: &str) -> ApiResult<TopicDetail> {
     }
     let configs = configs(b, name).await?;
     let now = crate::clock::now_ms();
+    let tiered = tiering::index(b.remote.as_deref());
     let mut partitions: Vec<PartitionDetail> = t
         .partitions
         .iter()
@@ -233,7 +233,9 @@ pub async fn detail(b: &Broker, name: &str) -> ApiResult<TopicDetail> {
                 log_end_offset: l.log_end_offset(),
                 local_bytes: l.size_bytes(),
                 local_segments: l.segment_count(),
-                tiering: tiering::partition(b.remote.as_deref(), name, p.partition_index, now),
+                tiering: tiered
+                    .get(&(name.to_string(), p.partition_index))
+                    .map(|t| tiering::of(t, now)),
             });
             PartitionDetail {
                 partition: p.partition_index,

@@ -20,6 +20,7 @@ use super::admin_http::{segment, AdminClient, AdminError};
 use super::kafka::{max_version, ClientError, KafkaClient, PartitionLeader};
 use super::output::{self, Format, Table};
 use super::{CliError, CliResult, Target};
+use crate::admin::offsets_reset::{new_offset, Reset};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum GroupCommand {
@@ -524,30 +525,23 @@ async fn reset(k: &mut KafkaClient, a: ResetArgs, format: Format) -> CliResult<(
     let mut plan = Vec::with_capacity(parts.len());
     for p in &parts {
         let key = (p.topic.clone(), p.partition);
-        let (lo, hi) = (earliest[&key], latest[&key]);
         let current = committed.get(&key).copied();
-        let wanted = if a.to_earliest {
-            lo
+        let reset = if a.to_earliest {
+            Reset::Earliest
         } else if a.to_latest {
-            hi
+            Reset::Latest
         } else if let Some(at) = &at {
-            // No record at or after the time: the end, as Kafka's tool does.
-            match at.get(&key) {
-                Some(o) if *o >= 0 => *o,
-                _ => hi,
-            }
+            Reset::Datetime(at.get(&key).copied().unwrap_or(-1))
         } else if let Some(o) = a.to_offset {
-            o
+            Reset::Offset(o)
         } else {
-            current
-                .unwrap_or(lo)
-                .saturating_add(a.shift_by.unwrap_or(0))
+            Reset::Shift(a.shift_by.unwrap_or(0))
         };
         plan.push(PlannedReset {
             topic: p.topic.clone(),
             partition: p.partition,
             current_offset: current,
-            new_offset: wanted.clamp(lo, hi.max(lo)),
+            new_offset: new_offset(reset, earliest[&key], latest[&key], current),
         });
     }
     if a.execute {
