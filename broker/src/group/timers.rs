@@ -129,3 +129,38 @@ impl GroupCoordinator {
         });
     }
 }
+
+impl GroupCoordinator {
+    /// Committed offsets on partitions this broker does not host.
+    pub fn remote_lag_wanted(&self) -> super::remote_lag::Wanted {
+        let groups = self.lock();
+        let mut out = super::remote_lag::Wanted::new();
+        for g in groups.values() {
+            for ((t, p), v) in &g.offsets {
+                if v.offset >= 0
+                    && !crate::topic_name::is_internal(t)
+                    && self.logs.partition(t, *p).is_none()
+                {
+                    out.entry((t.clone(), *p)).or_default().insert(v.offset);
+                }
+            }
+        }
+        out
+    }
+
+    /// Asks the leaders of partitions this broker does not host for
+    /// their high watermarks, every lag sample interval (in a cluster).
+    pub fn start_remote_lag(self: &Arc<Self>, leader_of: super::remote_lag::LeaderOf) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(me.lag_interval());
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut clients = std::collections::HashMap::new();
+            loop {
+                tick.tick().await;
+                let wanted = me.remote_lag_wanted();
+                super::remote_lag::refresh(wanted, &me.remote, &leader_of, &mut clients).await;
+            }
+        });
+    }
+}
