@@ -169,6 +169,26 @@ impl PartitionManifest {
         }
         removed
     }
+
+    /// Raises the log start offset to `offset` for a client's DeleteRecords
+    /// (Kafka's `ClientRecordDeletion`): segments entirely below it go, a
+    /// segment holding it stays with its head unreadable (`earliest_offset`
+    /// starts at `offset`). The log start never goes back, and the end stays
+    /// where uploads continue even when every segment went. Returns the
+    /// removed segments (their objects can go after the commit).
+    pub fn advance_log_start(&mut self, offset: i64) -> Vec<RemoteSegment> {
+        if offset <= self.log_start_offset {
+            return Vec::new();
+        }
+        let end = self.next_offset();
+        let n = self.segments.partition_point(|s| s.last_offset < offset);
+        let removed: Vec<RemoteSegment> = self.segments.drain(..n).collect();
+        self.log_start_offset = offset;
+        if self.segments.is_empty() && end.is_some() {
+            self.end_offset = end;
+        }
+        removed
+    }
 }
 
 #[cfg(test)]
@@ -212,6 +232,26 @@ pub(crate) mod tests {
         assert_eq!(m.log_start_offset, 100);
         assert_eq!(m.earliest_offset(), Some(100));
         assert_eq!(m.next_offset(), Some(300));
+    }
+
+    #[test]
+    fn deleted_records_raise_the_log_start_inside_a_segment() {
+        let mut m = PartitionManifest::empty();
+        for b in [0, 100, 200] {
+            m.push(seg(b, b + 99, b)).unwrap();
+        }
+        let removed = m.advance_log_start(150);
+        assert_eq!(removed, vec![seg(0, 99, 0)]);
+        assert_eq!(m.log_start_offset, 150);
+        assert_eq!(m.earliest_offset(), Some(150), "the head of segment 100 is gone");
+        assert!(m.advance_log_start(120).is_empty(), "never backwards");
+        assert_eq!(m.earliest_offset(), Some(150));
+        let removed = m.advance_log_start(400);
+        assert_eq!(removed.len(), 2);
+        assert_eq!(m.earliest_offset(), None, "nothing remote is readable");
+        assert_eq!(m.next_offset(), Some(300), "uploads go on where they stopped");
+        m.push(seg(300, 399, 0)).unwrap();
+        assert_eq!(m.earliest_offset(), Some(400));
     }
 
     #[test]

@@ -152,6 +152,22 @@ impl PartitionCatalog {
         Ok(removed)
     }
 
+    /// Raises the log start offset for a client's DeleteRecords
+    /// ([`PartitionManifest::advance_log_start`]); returns the segments
+    /// removed, whose objects can be deleted after the commit.
+    pub async fn advance_log_start(
+        &mut self,
+        offset: i64,
+    ) -> Result<Vec<RemoteSegment>, CatalogError> {
+        let mut removed = Vec::new();
+        self.commit(|m| {
+            removed = m.advance_log_start(offset);
+            Ok(())
+        })
+        .await?;
+        Ok(removed)
+    }
+
     /// Swaps compacted segments in with one conditional PUT, so a reader
     /// sees the old set or the new one, never a mix. Returns the segments
     /// replaced or removed; their objects may go once readers drained

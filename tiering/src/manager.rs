@@ -46,6 +46,16 @@ pub trait LocalLog: Send + Sync + 'static {
     /// Tells the log where the remote part starts (None: nothing remote),
     /// which makes it the log start offset clients see.
     fn set_remote_log_start(&self, offset: Option<i64>);
+    /// The catalog is about to be read for the first time: until
+    /// `set_remote_log_start` is called, where the log starts is unknown.
+    fn remote_log_start_unknown(&self) {}
+    /// Offsets below this were deleted by a client (DeleteRecords, Kafka's
+    /// `ClientRecordDeletion`); 0 when none were. The writer raises the
+    /// catalog's log start to it, so the bucket never serves them again,
+    /// not even to a broker rebuilt from it.
+    fn deleted_before(&self) -> i64 {
+        0
+    }
     /// The partition was deleted or the broker is stopping.
     fn is_closed(&self) -> bool;
     /// This broker may write the partition's catalog (it leads the
@@ -271,6 +281,7 @@ impl RemoteLogManager {
             fenced_at: None,
             follower_rounds: 0,
         };
+        task.log.remote_log_start_unknown();
         task.load_view().await;
         self.partitions
             .lock()
@@ -598,12 +609,30 @@ impl PartitionTask {
         policy: TieringPolicy,
         now: i64,
     ) -> Result<(), TieringError> {
+        // A client's DeleteRecords first: it waits for this commit.
+        let deleted = self.log.deleted_before();
+        if deleted > cat.manifest().log_start_offset {
+            let removed = cat.advance_log_start(deleted).await?;
+            self.publish(cat.manifest());
+            self.rp
+                .stats
+                .deleted_remote_segments
+                .fetch_add(removed.len() as u64, Ordering::Relaxed);
+            tracing::info!(topic = %self.rp.topic, partition = self.rp.partition, segments = removed.len(),
+                log_start_offset = deleted, "records deleted by a client are gone from the catalog");
+            if let Err(e) = cat.delete_segment_objects(&removed).await {
+                tracing::warn!(error = %e, "deleting segment objects below the log start failed; the next claim removes them");
+            }
+        }
         let mut sealed = self.log.sealed_segments();
         if policy.remote_enabled {
             let upload_end = self.log.upload_end();
             for seg in &sealed {
                 if upload_end.is_some_and(|e| seg.segment.last_offset >= e) {
                     break; // not cleaned yet (a compacted log)
+                }
+                if seg.segment.last_offset < cat.manifest().log_start_offset {
+                    continue; // deleted by a client before it was uploaded
                 }
                 let remote_end = cat.manifest().next_offset();
                 let mut copy = None;

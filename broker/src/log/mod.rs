@@ -22,6 +22,7 @@ pub mod offset_map;
 pub mod partition_log;
 pub mod producer_state;
 pub mod read;
+pub mod records_deleted;
 pub mod replica_state;
 pub mod replicas;
 pub mod retention;

@@ -45,6 +45,9 @@ impl SharedConfig {
     }
 }
 
+/// `remote_log_start` before the tiering manager first read the catalog.
+const REMOTE_START_UNKNOWN: i64 = -2;
+
 #[derive(Debug, Error)]
 pub enum LogError {
     #[error("offset {offset} is out of range [{log_start_offset}, {log_end_offset}]")]
@@ -178,6 +181,10 @@ pub struct PartitionLog {
     /// First offset in the object store (-1: nothing remote). Below the
     /// local log start, reads go there (set by the tiering manager).
     remote_log_start: AtomicI64,
+    /// Offsets below this were deleted by a client (DeleteRecords) or, on a
+    /// follower, below the leader's log start: never served again, even
+    /// from the bucket (`records_deleted.rs`). 0 when none were.
+    pub(super) deleted_before: AtomicI64,
     /// A cleaner thread holds this partition (`cleaner.rs`).
     pub(super) cleaning: AtomicBool,
     /// The bucket's part, for compaction of a tiered log (`cleaner_remote.rs`).
@@ -471,6 +478,7 @@ impl PartitionLog {
             flush_requested: Notify::new(),
             closed: AtomicBool::new(false),
             remote_log_start: AtomicI64::new(-1),
+            deleted_before: AtomicI64::new(0),
             cleaning: AtomicBool::new(false),
             tiered_part: std::sync::RwLock::new(None),
             cleaner_stats: Default::default(),
@@ -524,6 +532,23 @@ impl PartitionLog {
     pub fn local_log_start_offset(&self) -> i64 {
         self.lock().log_start_offset
     }
+    /// The tiering manager manages this log but has not read its catalog
+    /// yet: where the log starts is not known until it has.
+    pub fn mark_remote_log_start_unknown(&self) {
+        let _ = self.remote_log_start.compare_exchange(
+            -1,
+            REMOTE_START_UNKNOWN,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+    }
+    /// The log start offset, unless the bucket's part of the log is not
+    /// known yet (its catalog could not be read): what a leader tells its
+    /// followers, which delete below it.
+    pub fn log_start_offset_if_known(&self) -> Option<i64> {
+        (self.remote_log_start.load(Ordering::Acquire) != REMOTE_START_UNKNOWN)
+            .then(|| self.log_start_offset())
+    }
     /// Records where the remote part of the log starts (None: nothing remote).
     pub fn set_remote_log_start(&self, offset: Option<i64>) {
         self.remote_log_start
@@ -535,10 +560,11 @@ impl PartitionLog {
         (r >= 0).then_some(r)
     }
     pub(super) fn global_start(&self, local: i64) -> i64 {
-        match self.remote_log_start_offset() {
+        let start = match self.remote_log_start_offset() {
             Some(r) if r < local => r,
             _ => local,
-        }
+        };
+        start.max(self.deleted_before.load(Ordering::Acquire))
     }
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)

@@ -146,6 +146,7 @@ per_partition!(
     OffsetCommitResponse => topics.partitions,
     TxnOffsetCommitResponse => topics.partitions,
     DescribeProducersResponse => topics.partitions,
+    DeleteRecordsResponse => topics.partitions,
 );
 
 impl ErrorCodes for FetchResponse {

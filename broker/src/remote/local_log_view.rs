@@ -126,6 +126,12 @@ impl LocalLog for LocalLogView {
     fn set_remote_log_start(&self, offset: Option<i64>) {
         self.log.set_remote_log_start(offset);
     }
+    fn remote_log_start_unknown(&self) {
+        self.log.mark_remote_log_start_unknown();
+    }
+    fn deleted_before(&self) -> i64 {
+        self.log.deleted_before()
+    }
     fn is_closed(&self) -> bool {
         self.log.is_closed()
     }

@@ -446,6 +446,7 @@ impl FetcherTask {
                         epoch: f.leader_epoch,
                         records: r.records.unwrap_or_default(),
                         high_watermark: r.high_watermark,
+                        log_start_offset: r.log_start_offset,
                     }),
                     Some(ResponseError::OffsetOutOfRange)
                     | Some(ResponseError::OffsetMovedToTieredStorage) => {
@@ -656,6 +657,8 @@ pub(super) struct Fetched {
     pub(super) epoch: i32,
     pub(super) records: bytes::Bytes,
     pub(super) high_watermark: i64,
+    /// The leader's log start: what it deleted, this replica deletes too.
+    pub(super) log_start_offset: i64,
 }
 
 /// Appends every partition's records, then makes each durable and takes
@@ -689,6 +692,9 @@ pub(super) fn write_fetched(
                 p.log.flush()?;
                 appended?;
                 p.log.set_leader_high_watermark(p.high_watermark, p.epoch);
+                if p.log_start_offset > 0 {
+                    p.log.follow_leader_log_start(p.log_start_offset)?;
+                }
                 if nothing_returned {
                     p.log.caught_up_with_leader(p.epoch);
                 }

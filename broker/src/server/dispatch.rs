@@ -318,8 +318,16 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
         }
         ApiKey::Metadata => route!(MetadataRequest, handlers::metadata::handle),
         ApiKey::ApiVersions => {
-            let _r: ApiVersionsRequest = req.decode()?;
-            encode_response(cid, version, &handlers::cluster::api_versions(0)).map(Some)
+            let r: ApiVersionsRequest = req.decode()?;
+            let resp = if version >= 3 && !handlers::cluster::valid_client_software(&r) {
+                // KIP-511, as Kafka: INVALID_REQUEST and no API list.
+                let mut e = ApiVersionsResponse::default();
+                e.error_code = ResponseError::InvalidRequest.code();
+                e
+            } else {
+                handlers::cluster::api_versions(0)
+            };
+            encode_response(cid, version, &resp).map(Some)
         }
         ApiKey::FindCoordinator => {
             route!(FindCoordinatorRequest, handlers::cluster::find_coordinator)
@@ -328,6 +336,7 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
             route!(DescribeClusterRequest, handlers::cluster::describe_cluster)
         }
         ApiKey::ElectLeaders => route!(ElectLeadersRequest, handlers::elect_leaders::handle),
+        ApiKey::DeleteRecords => route!(DeleteRecordsRequest, handlers::delete_records::handle),
         ApiKey::AlterPartitionReassignments => route!(
             AlterPartitionReassignmentsRequest,
             handlers::reassignments::alter

@@ -250,6 +250,29 @@ async fn every_response_encodes_at_every_advertised_version() {
         assert_eq!(codes, vec![0, 39, 85, 3]);
         check(ApiKey::AlterPartitionReassignments, v, &resp);
     }
+    for v in versions(ApiKey::DeleteRecords) {
+        let mut req = DeleteRecordsRequest::default();
+        let mut t = delete_records_request::DeleteRecordsTopic::default();
+        t.name = topic.clone();
+        let part = |partition_index, offset| {
+            let mut p = delete_records_request::DeleteRecordsPartition::default();
+            p.partition_index = partition_index;
+            p.offset = offset;
+            p
+        };
+        // The high watermark (-1, nothing produced: 0), past it, unknown.
+        t.partitions = vec![part(0, -1), part(1, 5), part(7, 0)];
+        req.topics = vec![t];
+        req.timeout_ms = 1000;
+        let resp = handlers::delete_records::handle(req, v, &b).await;
+        let got: Vec<(i16, i64)> = resp.topics[0]
+            .partitions
+            .iter()
+            .map(|p| (p.error_code, p.low_watermark))
+            .collect();
+        assert_eq!(got, vec![(0, 0), (1, -1), (3, -1)]);
+        check(ApiKey::DeleteRecords, v, &resp);
+    }
     for v in versions(ApiKey::ListPartitionReassignments) {
         let resp =
             handlers::reassignments::list(ListPartitionReassignmentsRequest::default(), v, &b)

@@ -4,6 +4,7 @@
 
 pub mod cluster;
 pub mod configs;
+pub mod delete_records;
 pub mod elect_leaders;
 pub mod fetch;
 pub mod groups;

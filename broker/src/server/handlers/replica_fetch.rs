@@ -180,9 +180,11 @@ fn read_all(targets: &[Target], response_max: usize) -> (Vec<PartitionData>, usi
         };
         pd.high_watermark = log.high_watermark();
         pd.last_stable_offset = log.last_stable_offset();
-        pd.log_start_offset = log.log_start_offset();
+        // Followers delete below it: -1 while the bucket's part is unknown.
+        pd.log_start_offset = log.log_start_offset_if_known().unwrap_or(-1);
         let local_start = log.local_log_start_offset();
         if t.fetch_offset < local_start {
+            pd.log_start_offset = log.log_start_offset();
             pd.error_code = if log.remote_log_start_offset().is_some() {
                 ResponseError::OffsetMovedToTieredStorage.code()
             } else {
