@@ -126,6 +126,13 @@ per_item!(
     DescribeTransactionsResponse => transaction_states,
 );
 
+impl ErrorCodes for DescribeLogDirsResponse {
+    fn error_codes(&self, out: &mut dyn FnMut(i16)) {
+        out(self.error_code);
+        self.results.iter().for_each(|d| out(d.error_code));
+    }
+}
+
 /// Responses with topics, each with partitions, each with an `error_code`.
 macro_rules! per_partition {
     ($($t:ty => $topics:ident . $partitions:ident),* $(,)?) => {$(

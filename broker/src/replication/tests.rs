@@ -102,6 +102,7 @@ fn one_response_is_written_whole_and_made_durable_before_the_next_fetch() {
         epoch,
         records: bytes::Bytes::from(replica_read(leader, 0)),
         high_watermark: 6,
+        log_start_offset: 0,
     };
     let written = write_fetched(
         vec![
@@ -130,4 +131,14 @@ fn one_response_is_written_whole_and_made_durable_before_the_next_fetch() {
     assert!(written[1].2.is_ok());
     assert_eq!(follower0.durable_end_offset(), 10);
     assert_eq!(follower1.durable_end_offset(), 15);
+    // The leader's log start moved (DeleteRecords): the follower follows,
+    // as far as its own high watermark.
+    let moved = Fetched {
+        records: bytes::Bytes::new(),
+        log_start_offset: 4,
+        ..part(1, &follower1, &leader1, 4)
+    };
+    let written = write_fetched(vec![moved], false);
+    assert!(written[0].2.is_ok());
+    assert_eq!(follower1.log_start_offset(), 4);
 }

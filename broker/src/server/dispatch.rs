@@ -337,6 +337,7 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
         }
         ApiKey::ElectLeaders => route!(ElectLeadersRequest, handlers::elect_leaders::handle),
         ApiKey::DeleteRecords => route!(DeleteRecordsRequest, handlers::delete_records::handle),
+        ApiKey::DescribeLogDirs => route!(DescribeLogDirsRequest, handlers::log_dirs::handle),
         ApiKey::AlterPartitionReassignments => route!(
             AlterPartitionReassignmentsRequest,
             handlers::reassignments::alter

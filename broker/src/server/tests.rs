@@ -273,6 +273,25 @@ async fn every_response_encodes_at_every_advertised_version() {
         assert_eq!(got, vec![(0, 0), (1, -1), (3, -1)]);
         check(ApiKey::DeleteRecords, v, &resp);
     }
+    for v in versions(ApiKey::DescribeLogDirs) {
+        let mut req = DescribeLogDirsRequest::default();
+        let mut t = describe_log_dirs_request::DescribableLogDirTopic::default();
+        t.topic = topic.clone();
+        t.partitions = vec![1, 7];
+        req.topics = Some(vec![t]);
+        let resp = handlers::log_dirs::handle(req, v, &b).await;
+        assert_eq!(resp.results.len(), 1, "one log directory");
+        let parts: Vec<i32> = resp.results[0]
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| p.partition_index))
+            .collect();
+        assert_eq!(parts, vec![1], "hosted partitions of those asked");
+        assert!(resp.results[0].total_bytes > 0 && resp.results[0].usable_bytes >= 0);
+        check(ApiKey::DescribeLogDirs, v, &resp);
+        let all = handlers::log_dirs::handle(DescribeLogDirsRequest::default(), v, &b).await;
+        assert!(all.results[0].topics.is_empty(), "an empty list asks for nothing");
+    }
     for v in versions(ApiKey::ListPartitionReassignments) {
         let resp =
             handlers::reassignments::list(ListPartitionReassignmentsRequest::default(), v, &b)

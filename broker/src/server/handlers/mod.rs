@@ -10,6 +10,7 @@ pub mod fetch;
 pub mod groups;
 pub mod leader_epoch;
 pub mod list_offsets;
+pub mod log_dirs;
 pub mod metadata;
 pub mod produce;
 pub mod producer;
