@@ -4,7 +4,9 @@
 # real broker binary with real Kafka clients (librdkafka via confluent-kafka,
 # and kafka-python), then the client compatibility suite (tests/compat: the
 # same scenario with confluent-kafka, kafka-python, aiokafka, kafkajs and
-# kcat, and librdkafka's own test suite, CI tier). Creates .venv with the
+# kcat, librdkafka's own test suite, CI tier, the Java client, Kafka Streams,
+# Kafka's command-line tools, franz-go, and a differential test against Apache
+# Kafka itself). Creates .venv with the
 # Python packages on first run, and installs kafkajs (npm), kcat, chromium and
 # etcd-server (Debian) when missing; librdkafka's test runner is built from Debian's source
 # package on first run (tests/compat/librdkafka/build.sh, about 2 minutes).
@@ -60,6 +62,19 @@ if command -v npm >/dev/null; then
 else
   echo "==> npm not found: the kafkajs compatibility tests will fail (install Node.js 20 and npm)"
 fi
+
+# Java and Maven (Debian) for the Java client, Kafka Streams and Kafka's
+# own tools (tests/compat/java, streams, kafka_tools, differential), whose
+# jars come from Maven Central; Go for franz-go (tests/compat/franz-go).
+if ! command -v mvn >/dev/null || ! command -v java >/dev/null; then
+  echo "==> installing Java 17 and Maven (Debian)"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null 2>&1 \
+    || { $SUDO apt-get update -qq >/dev/null && $SUDO apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null; }
+fi
+command -v go >/dev/null || echo "==> go not found: the franz-go compatibility tests will fail (install Go 1.24+)"
+echo "==> Apache Kafka's jars (Maven Central, first run only)"
+local-stack/kafka/kafka fetch >/dev/null
 
 echo "==> import graph: no file imports back into a file that imports it"
 python3 scripts/import_graph.py
