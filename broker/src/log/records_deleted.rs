@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 
 use super::partition_log::{LogError, PartitionLog};
 use super::producer_state::ProducerStateManager;
+use super::sealed::delete_whole_segments_below;
 
 impl PartitionLog {
     /// Offsets below this were deleted by request (0: none since the log
@@ -52,20 +53,7 @@ impl PartitionLog {
             let mut inner = self.lock_open()?;
             self.deleted_before.fetch_max(offset, Ordering::AcqRel);
             if offset > inner.log_start_offset {
-                // Whole segments below the new start go (never the active
-                // one); a reader holding one finishes reading it.
-                while inner.segments.len() > 1 {
-                    let Some(first) = inner.segments.values().next() else {
-                        break;
-                    };
-                    if first.next_offset() > offset {
-                        break;
-                    }
-                    if let Some((_, seg)) = inner.segments.pop_first() {
-                        seg.delete_files()?;
-                        removed += 1;
-                    }
-                }
+                removed = delete_whole_segments_below(&mut inner, offset)?;
                 inner.log_start_offset = offset;
                 if removed > 0 {
                     if let Some(first) = inner.segments.keys().next().copied() {

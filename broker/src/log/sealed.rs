@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use std::path::Path;
 
-use super::partition_log::{settings, LogError, PartitionLog};
+use super::partition_log::{settings, LogError, LogInner, PartitionLog};
 use super::producer_state::{snapshot_path, ProducerStateManager};
 use super::segment::{file_stem, retention_timestamp, LogSegment};
 
@@ -67,19 +67,7 @@ impl PartitionLog {
     /// left. Readers holding one of them finish reading it. Returns how many.
     pub fn delete_segments_before(&self, offset: i64) -> Result<usize, LogError> {
         let mut inner = self.lock_open()?;
-        let mut removed = 0;
-        while inner.segments.len() > 1 {
-            let Some(first) = inner.segments.values().next() else {
-                break;
-            };
-            if first.next_offset() > offset {
-                break;
-            }
-            if let Some((_, seg)) = inner.segments.pop_first() {
-                seg.delete_files()?;
-                removed += 1;
-            }
-        }
+        let removed = delete_whole_segments_below(&mut inner, offset)?;
         if let Some(first) = inner.segments.keys().next().copied() {
             if first > inner.log_start_offset {
                 inner.log_start_offset = first;
@@ -170,4 +158,27 @@ impl PartitionLog {
                 .then(|| copy.txn_index().path().to_path_buf()),
         })
     }
+}
+
+/// Deletes the segments that end at or below `offset`, oldest first,
+/// never the active one; a reader already holding one finishes reading
+/// it. Returns how many went.
+pub(super) fn delete_whole_segments_below(
+    inner: &mut LogInner,
+    offset: i64,
+) -> Result<usize, LogError> {
+    let mut removed = 0;
+    while inner.segments.len() > 1 {
+        let Some(first) = inner.segments.values().next() else {
+            break;
+        };
+        if first.next_offset() > offset {
+            break;
+        }
+        if let Some((_, seg)) = inner.segments.pop_first() {
+            seg.delete_files()?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }
