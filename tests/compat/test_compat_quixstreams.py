@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import kutil
@@ -54,26 +54,15 @@ def _results(bootstrap: str, topic: str, isolation: str) -> list[dict]:
     return [json.loads(v) for v in kutil.read_to_end(bootstrap, topic, PARTITIONS, isolation)]
 
 
-def _ends(bootstrap: str, topic: str, isolation: str) -> list[int]:
-    """Each partition's end for `isolation`: the last stable offset for
-    read_committed, the high watermark for read_uncommitted."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": kutil.unique("quix-lso"),
-                  "isolation.level": isolation, "broker.address.family": "v4"})
-    try:
-        return [c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
-                for p in range(PARTITIONS)]
-    finally:
-        c.close()
-
-
 def _committed_end(bootstrap: str, topic: str) -> int:
     """How far the committed output reached (records and markers)."""
-    return sum(_ends(bootstrap, topic, "read_committed"))
+    return sum(kutil.ends(bootstrap, topic, PARTITIONS, "read_committed"))
 
 
 def _stable(bootstrap: str, topic: str) -> bool:
     """The last stable offset is the high watermark on every partition."""
-    return _ends(bootstrap, topic, "read_committed") == _ends(bootstrap, topic, "read_uncommitted")
+    return (kutil.ends(bootstrap, topic, PARTITIONS, "read_committed")
+            == kutil.ends(bootstrap, topic, PARTITIONS, "read_uncommitted"))
 
 
 @pytest.mark.timeout(1200)

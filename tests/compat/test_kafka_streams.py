@@ -265,18 +265,6 @@ def local_starts(broker: Broker, topic: str) -> dict[int, int]:
     return {p["partition"]: p["local"]["local_log_start_offset"] for p in d["partitions"]}
 
 
-def ends(bootstrap: str, topic: str, isolation: str) -> list[int]:
-    """Each partition's end for `isolation`: the last stable offset for
-    read_committed, the high watermark for read_uncommitted."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": kutil.unique("streams-lso"),
-                  "isolation.level": isolation, "broker.address.family": "v4"})
-    try:
-        return [c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
-                for p in range(PARTITIONS)]
-    finally:
-        c.close()
-
-
 def log_starts(broker: Broker, topic: str) -> dict[int, int]:
     """Each partition's log start offset (admin API)."""
     return {p["partition"]: p["local"]["log_start_offset"] for p in api(broker, f"/topics/{topic}")["partitions"]}
@@ -517,7 +505,8 @@ def run(tmp_path: Path, classpath: str, hot: bool):
         out.drain(2)
         verify(out, expected)
         # Again from scratch, once no transaction is left open.
-        kutil.wait_until(lambda: ends(bs, outp, "read_committed") == ends(bs, outp, "read_uncommitted"),
+        kutil.wait_until(lambda: (kutil.ends(bs, outp, PARTITIONS, "read_committed")
+                                  == kutil.ends(bs, outp, PARTITIONS, "read_uncommitted")),
                          timeout=30, what="no transaction left open on the output")
         fresh = Output(bs, outp)
         try:

@@ -281,6 +281,18 @@ def watermarks(bootstrap: str, topic: str, partition: int) -> tuple[int, int]:
         c.close()
 
 
+def ends(bootstrap: str, topic: str, partitions: int, isolation: str) -> list[int]:
+    """Each partition's end for `isolation`: the last stable offset for
+    read_committed, the high watermark for read_uncommitted."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("ends"),
+                  "isolation.level": isolation, "broker.address.family": "v4"})
+    try:
+        return [c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
+                for p in range(partitions)]
+    finally:
+        c.close()
+
+
 def offsets_for_times(bootstrap: str, topic: str, partition: int, timestamps: list[int]) -> list[int]:
     c = consumer(bootstrap)
     try:
