@@ -181,7 +181,7 @@ class KafkaCluster:
             n.proc = subprocess.Popen([str(LAUNCHER), "kafka-server-start.sh", str(n.config)],
                                       stdout=log, stderr=subprocess.STDOUT,
                                       stdin=subprocess.DEVNULL, env=env,
-                                      start_new_session=True)
+                                      start_new_session=True, preexec_fn=_die_with_parent)
         return n
 
     def wait_ready(self, node_ids: list[int] | None = None, timeout: float | None = None) -> None:
@@ -262,6 +262,17 @@ class KafkaCluster:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL it when the process that started
+    it dies (a test run killed by a timeout leaves no Kafka behind)."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 _STARTED = "Kafka Server started"
