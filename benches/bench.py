@@ -20,8 +20,10 @@ standard library only. In one run, on the filesystem holding the data dir:
       Both on their own topics, after (d), so (d) reads exactly (c)'s data.
   (f) broker peak RSS: VmHWM from /proc/PID/status after each phase, plus
       VmRSS polled every 100 ms; broker CPU seconds per phase.
-Prints a table with ratios (also against Kafka reference figures from another
-run) and writes bench-results/bench-<time>.json (+ the broker log).
+Prints a table with ratios (against the raw disk) and writes
+bench-results/bench-<time>.json (+ the broker log). Strata alone: the
+comparison with Apache Kafka, measured in the same run, is
+benches/vs_kafka.sh.
 
 Environment (defaults in brackets):
   RDKAFKA_PERFORMANCE [target/bench-tools/rdkafka_performance] (set by run.sh)
@@ -60,17 +62,6 @@ sys.path.insert(0, str(REPO / "tests" / "e2e"))
 from strata_broker import Broker, BrokerError, check_binary  # noqa: E402  (stdlib only)
 
 MiB = 1024 * 1024
-
-# Apache Kafka 3.9 on the same kind of machine, measured with rdkafka_performance
-# and the same parameters (1 KiB records, acks=all, 6 partitions, linger.ms=5).
-# Reference figures from ANOTHER run, not measured by this script.
-KAFKA_REF = {
-    "label": "Kafka 3.9, same machine kind, another run (reference, not measured here)",
-    "produce_MBps": (60.0, 92.0),
-    "consume_from_0_MBps": (270.0, 296.0),
-    "idle_rss_MiB": 390.0,
-}
-
 
 def env_int(name, default):
     return int(os.environ.get(name, default))
@@ -391,8 +382,7 @@ def main():
     stamp = time.strftime("%Y%m%d-%H%M%S")
     t_run = time.monotonic()
     out = {"time": stamp, "load_generator": "rdkafka_performance", "config": CFG, "binary": str(binary),
-           "tool": str(tool), "work_dir": str(work), "machine": machine_info(work),
-           "kafka_reference": KAFKA_REF}
+           "tool": str(tool), "work_dir": str(work), "machine": machine_info(work)}
     n_records = CFG["produce_bytes"] // CFG["record_size"]
     broker = None
     ok = True
@@ -484,10 +474,6 @@ def main():
         "produce_vs_raw_write_fdatasync": prod.get("MBps", 0) / raw_w,
         "produce_vs_raw_write_direct": prod.get("MBps", 0) / raw_d,
         "consume_vs_raw_read_page_cache": cons.get("MBps", 0) / raw_r,
-        # against the Kafka reference range (another run): (vs high end, vs low end)
-        "produce_vs_kafka_ref": [prod.get("MBps", 0) / x for x in reversed(KAFKA_REF["produce_MBps"])],
-        "consume_vs_kafka_ref": [cons.get("MBps", 0) / x for x in reversed(KAFKA_REF["consume_from_0_MBps"])],
-        "idle_rss_vs_kafka_ref": idle_mib / KAFKA_REF["idle_rss_MiB"],
     }
     # Other processes busy during a throughput phase (a build, tests, another
     # benchmark) take CPU from the broker and the load generator on a small machine.
@@ -540,24 +526,12 @@ def main():
         ("SIGTERM shutdown", f"{f(out['shutdown_s'], 2)} s", f"exit code {out['shutdown_exit_code']}"),
         ("broker log WARN/ERROR lines", f"{out['broker_log_problem_lines']}", ""),
     ]
-    kp, kc = KAFKA_REF["produce_MBps"], KAFKA_REF["consume_from_0_MBps"]
-    ref_rows = [
-        (f"produce: Strata / Kafka {kp[0]:.0f}-{kp[1]:.0f} MB/s",
-         f"{rt['produce_vs_kafka_ref'][0]:.1f}-{rt['produce_vs_kafka_ref'][1]:.1f}x", ""),
-        (f"consume: Strata / Kafka {kc[0]:.0f}-{kc[1]:.0f} MB/s",
-         f"{rt['consume_vs_kafka_ref'][0]:.2f}-{rt['consume_vs_kafka_ref'][1]:.2f}x", ""),
-        (f"idle RSS: Strata / Kafka ~{KAFKA_REF['idle_rss_MiB']:.0f} MiB",
-         f"{rt['idle_rss_vs_kafka_ref']:.3f}x", ""),
-    ]
-    w0 = max(len(r[0]) for r in rows + ref_rows)
-    w1 = max(len(r[1]) for r in rows + ref_rows)
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
     print()
     print(f"{'metric':<{w0}}  {'value':>{w1}}  notes")
     print(f"{'-' * w0}  {'-' * w1}  -----")
     for a, b, c in rows:
-        print(f"{a:<{w0}}  {b:>{w1}}  {c}")
-    print(f"\n{KAFKA_REF['label']}:")
-    for a, b, c in ref_rows:
         print(f"{a:<{w0}}  {b:>{w1}}  {c}")
     print(f"\nMB/s = 10^6 bytes/s (as rdkafka_performance and dd print). {os.cpu_count()} CPUs shared by broker "
           f"and load generator. Total {f(out['total_run_s'])} s.")

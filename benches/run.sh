@@ -5,9 +5,10 @@
 #   benches/run.sh --help     # what is measured, all knobs (environment variables)
 #   BENCH_CLIENT=python benches/run.sh   # secondary mode: the older confluent-kafka (Python)
 #                             # load generator, benches/produce_consume.py (client-bound)
-# Load generator: librdkafka's own rdkafka_performance (the tool the Kafka reference
-# figures were measured with), compiled from the example source Debian's librdkafka-dev
-# ships, against small stand-ins for two internal headers (benches/rdkafka-shim/).
+# Load generator: librdkafka's own rdkafka_performance, compiled from the example
+# source Debian's librdkafka-dev ships, against small stand-ins for two internal
+# headers (benches/rdkafka-shim/). Strata alone; Apache Kafka beside it, in the
+# same run: benches/vs_kafka.sh.
 # Installs librdkafka-dev (apt-get) if the header or the example source is missing.
 # Results: bench-results/bench-<time>.json (+ the broker log).
 #   STRATA_BIN=path   use this broker binary and skip the cargo build
@@ -19,7 +20,7 @@ PYTHON="${PYTHON:-python3}"
 log() { echo "[bench] $*" >&2; }
 
 if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
-    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
     echo
     exec "$PYTHON" "$REPO/benches/bench.py" --help
 fi
