@@ -27,8 +27,8 @@ import wire
 UNSUPPORTED_VERSION = 35
 KAFKA_39 = BROKER_API_VERSIONS[(3, 9)]
 # The APIs Strata implements (checked against its ApiVersions below).
-STRATA_APIS = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 22, 23, 24, 25, 26, 27, 28, 32, 33, 37,
-               42, 43, 44, 45, 46, 47, 60, 61, 65, 66}
+STRATA_APIS = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 32, 33, 37,
+               35, 42, 43, 44, 45, 46, 47, 60, 61, 65, 66}
 
 
 def test_api_versions_span_kafka_39s_range(broker):

@@ -3,7 +3,8 @@
 //! decoded here with a bounded reader (`codec.rs`) or, where it is a newer
 //! version minus a trailing field, by the crate after that field is added
 //! with its default; handled by the regular handler; and answered in its own
-//! layout. One file per API. What each version does is Kafka 3.9's (in
+//! layout (DescribeLogDirs v0, v1's layout, is answered as v1). One file
+//! per API. What each version does is Kafka 3.9's (in
 //! KRaft mode); docs/protocol.md lists them.
 //!
 //! This module never stores anything itself: every write goes through the
@@ -40,6 +41,7 @@ pub const VERSIONS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeConfigs, 0, 0),
     (ApiKey::WriteTxnMarkers, 0, 0),
     (ApiKey::OffsetForLeaderEpoch, 0, 1),
+    (ApiKey::DescribeLogDirs, 0, 0),
 ];
 
 pub fn is_legacy(api: ApiKey, version: i16) -> bool {
@@ -126,6 +128,15 @@ pub async fn handle(
             admin_v0::describe_configs_response(&resp)
         }
         ApiKey::WriteTxnMarkers => write_txn_markers_v0::handle(body, b).await?,
+        ApiKey::DescribeLogDirs => {
+            // v0 is v1 (v1 only changed when throttling is applied).
+            let r: DescribeLogDirsRequest = decode_as(api, body, 1, &[])?;
+            let resp = handlers::log_dirs::handle(r, 1, b).await;
+            let mut w = Writer::default();
+            kafka_protocol::protocol::Encodable::encode(&resp, &mut w.buf, 1)
+                .map_err(|e| LegacyError::Codec(e.to_string()))?;
+            w
+        }
         _ => return Err(LegacyError::NotLegacy),
     };
     Ok(Some(frame(correlation_id, w)))
