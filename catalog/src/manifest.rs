@@ -243,13 +243,21 @@ pub(crate) mod tests {
         let removed = m.advance_log_start(150);
         assert_eq!(removed, vec![seg(0, 99, 0)]);
         assert_eq!(m.log_start_offset, 150);
-        assert_eq!(m.earliest_offset(), Some(150), "the head of segment 100 is gone");
+        assert_eq!(
+            m.earliest_offset(),
+            Some(150),
+            "the head of segment 100 is gone"
+        );
         assert!(m.advance_log_start(120).is_empty(), "never backwards");
         assert_eq!(m.earliest_offset(), Some(150));
         let removed = m.advance_log_start(400);
         assert_eq!(removed.len(), 2);
         assert_eq!(m.earliest_offset(), None, "nothing remote is readable");
-        assert_eq!(m.next_offset(), Some(300), "uploads go on where they stopped");
+        assert_eq!(
+            m.next_offset(),
+            Some(300),
+            "uploads go on where they stopped"
+        );
         m.push(seg(300, 399, 0)).unwrap();
         assert_eq!(m.earliest_offset(), Some(400));
     }

@@ -141,7 +141,14 @@ async fn list(k: &mut KafkaClient, format: Format) -> CliResult<()> {
                 } else {
                     g.group_state.to_string()
                 },
-                protocol_type: g.protocol_type.to_string(),
+                // ListGroups answers "" for a group that only committed
+                // offsets (as Kafka); like Kafka's consumer-groups tool,
+                // that is a (simple) consumer group.
+                protocol_type: if g.protocol_type.is_empty() {
+                    "consumer".into()
+                } else {
+                    g.protocol_type.to_string()
+                },
                 coordinator: b.node_id,
             });
         }

@@ -271,10 +271,11 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
     ConfigDef {
         name: "message.timestamp.after.max.ms",
         kind: ConfigType::Long,
-        default: LONG_MAX,
+        // Kafka 4's default (KIP-937): one hour (3.9: Long.MAX_VALUE).
+        default: "3600000",
         validator: Validator::LongAtLeast(0),
         broker_synonym: Some("log.message.timestamp.after.max.ms"),
-        doc: "With CreateTime, how far in the future a record's timestamp may be, relative to the broker's clock, before the batch is refused (INVALID_TIMESTAMP).",
+        doc: "With CreateTime, how far in the future a record's timestamp may be, relative to the broker's clock, before the batch is refused (INVALID_TIMESTAMP). Default one hour, as in Kafka 4 (KIP-937; Kafka 3.9: Long.MAX_VALUE).",
     },
     ConfigDef {
         name: "message.timestamp.difference.max.ms",
@@ -282,7 +283,7 @@ pub const TOPIC_CONFIGS: &[ConfigDef] = &[
         default: LONG_MAX,
         validator: Validator::LongAtLeast(0),
         broker_synonym: Some("log.message.timestamp.difference.max.ms"),
-        doc: "[DEPRECATED, as in Kafka 3.9] Bound on a record timestamp's distance from the broker's clock in both directions, used for message.timestamp.before.max.ms and message.timestamp.after.max.ms where those are left at their default.",
+        doc: "[DEPRECATED in Kafka 3.9, removed in 4.0] Bound on a record timestamp's distance from the broker's clock in both directions, used for message.timestamp.before.max.ms and message.timestamp.after.max.ms where those are left at their default.",
     },
     ConfigDef {
         name: "message.format.version",

@@ -245,6 +245,9 @@ pub struct TopicConfig {
     pub compression: Option<Encoding>,
 }
 
+/// `message.timestamp.after.max.ms`'s default (Kafka 4, KIP-937).
+const AFTER_MAX_DEFAULT_MS: i64 = 3_600_000;
+
 impl TopicConfig {
     /// Resolves overrides over broker values over defaults. Overrides must
     /// already be validated (see [`validate_overrides`]).
@@ -275,9 +278,16 @@ impl TopicConfig {
                 i64::MAX => num("message.timestamp.difference.max.ms"),
                 n => n,
             },
-            message_timestamp_after_max_ms: match num("message.timestamp.after.max.ms") {
-                i64::MAX => num("message.timestamp.difference.max.ms"),
-                n => n,
+            // After: Kafka 4's default is an hour (KIP-937); a difference
+            // bound set explicitly still applies where after is left at
+            // that default or at Long.MAX_VALUE.
+            message_timestamp_after_max_ms: match (
+                num("message.timestamp.after.max.ms"),
+                num("message.timestamp.difference.max.ms"),
+            ) {
+                (AFTER_MAX_DEFAULT_MS, d) if d != i64::MAX => d,
+                (i64::MAX, d) => d,
+                (n, _) => n,
             },
             compacted: get("cleanup.policy")
                 .split(',')

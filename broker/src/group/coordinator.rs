@@ -515,6 +515,13 @@ impl GroupCoordinator {
 
     /// (group id, protocol type, state) of every group.
     pub fn list(&self) -> Vec<(String, String, &'static str)> {
+        self.list_typed("consumer")
+    }
+
+    /// [`Self::list`], naming the protocol type of a group that only has
+    /// committed offsets (no member ever joined) `offsets_only`: ListGroups
+    /// answers "" as Kafka does; Strata's own tools say "consumer".
+    pub fn list_typed(&self, offsets_only: &str) -> Vec<(String, String, &'static str)> {
         let groups = self.lock();
         let mut v: Vec<_> = groups
             .values()
@@ -525,7 +532,7 @@ impl GroupCoordinator {
                         if g.offsets.is_empty() {
                             String::new()
                         } else {
-                            "consumer".into()
+                            offsets_only.to_string()
                         }
                     }),
                     g.state.name(),

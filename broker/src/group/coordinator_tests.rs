@@ -455,3 +455,38 @@ async fn groups_follow_the_leadership_of_their_offsets_partition() {
     assert_eq!(c.commit("g", -1, "", None, commit(9)).await, vec![0]);
     assert_eq!(c.fetch("g", None)[0].offset, 9);
 }
+
+#[tokio::test]
+async fn offsets_only_group_lists_with_empty_protocol_type_for_list_groups() {
+    let (_d, _logs, c, _cfg) = setup(&[]);
+    let commit = vec![OffsetCommit {
+        topic: "t".into(),
+        partition: 0,
+        offset: 3,
+        leader_epoch: 0,
+        metadata: String::new(),
+    }];
+    assert_eq!(c.commit("simple", -1, "", None, commit).await, vec![0]);
+    let typed = |t: &str| {
+        c.list_typed(t)
+            .into_iter()
+            .find(|(id, _, _)| id == "simple")
+            .map(|(_, p, _)| p)
+    };
+    // ListGroups answers "" as Kafka; Strata's own tools say "consumer".
+    assert_eq!(typed("").as_deref(), Some(""));
+    assert_eq!(
+        c.list()
+            .into_iter()
+            .find(|(id, _, _)| id == "simple")
+            .map(|(_, p, _)| p)
+            .as_deref(),
+        Some("consumer")
+    );
+    // Leaving a group that never existed: UNKNOWN_MEMBER_ID (the handler
+    // turns it into a per-member answer from v3).
+    assert_eq!(
+        c.leave("never", &[("m".into(), None)]),
+        Err(ResponseError::UnknownMemberId.code())
+    );
+}

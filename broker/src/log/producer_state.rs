@@ -157,12 +157,11 @@ impl ProducerStateManager {
         if h.producer_id < 0 {
             return Ok(SequenceCheck::Append);
         }
+        // No state for this producer (new, or its state expired or was
+        // removed with the log's head): as Kafka's ProducerStateManager
+        // (KIP-360), its first batch is taken at any sequence.
         let Some(entry) = self.producers.get(&h.producer_id) else {
-            return if h.base_sequence == 0 {
-                Ok(SequenceCheck::Append)
-            } else {
-                Err(SequenceError::UnknownProducerId)
-            };
+            return Ok(SequenceCheck::Append);
         };
         if h.producer_epoch < entry.epoch {
             return Err(SequenceError::InvalidProducerEpoch {
@@ -603,10 +602,8 @@ mod tests {
     #[test]
     fn sequence_rules() {
         let mut s = ProducerStateManager::default();
-        assert_eq!(
-            s.check(&hdr(7, 0, 3, 1, 0)),
-            Err(SequenceError::UnknownProducerId)
-        );
+        // Unknown producer: any first sequence, as Kafka (KIP-360).
+        assert_eq!(s.check(&hdr(7, 0, 3, 1, 0)), Ok(SequenceCheck::Append));
         assert_eq!(s.check(&hdr(7, 0, 0, 2, 0)), Ok(SequenceCheck::Append));
         s.update(&hdr(7, 0, 0, 2, 10));
         // Retry of the same batch: duplicate with its original offsets.

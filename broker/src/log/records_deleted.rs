@@ -123,8 +123,16 @@ mod tests {
         assert_eq!(read.log_start_offset, 37);
         assert!(!read.records.is_empty());
 
-        assert_eq!(log.delete_records_before(10).unwrap(), 37, "never backwards");
-        assert_eq!(log.delete_records_before(hw).unwrap(), hw, "up to the high watermark");
+        assert_eq!(
+            log.delete_records_before(10).unwrap(),
+            37,
+            "never backwards"
+        );
+        assert_eq!(
+            log.delete_records_before(hw).unwrap(),
+            hw,
+            "up to the high watermark"
+        );
         assert_eq!(log.segment_count(), 1, "only the active segment is left");
         assert_eq!(log.deleted_before(), hw);
         append(&log, 1);

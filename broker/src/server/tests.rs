@@ -295,7 +295,10 @@ async fn every_response_encodes_at_every_advertised_version() {
         assert!(resp.results[0].total_bytes > 0 && resp.results[0].usable_bytes >= 0);
         check(ApiKey::DescribeLogDirs, v, &resp);
         let all = handlers::log_dirs::handle(DescribeLogDirsRequest::default(), v, &b).await;
-        assert!(all.results[0].topics.is_empty(), "an empty list asks for nothing");
+        assert!(
+            all.results[0].topics.is_empty(),
+            "an empty list asks for nothing"
+        );
     }
     for v in versions(ApiKey::ListPartitionReassignments) {
         let resp =

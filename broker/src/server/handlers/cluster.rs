@@ -31,6 +31,41 @@ pub fn api_versions(error_code: i16) -> ApiVersionsResponse {
     r
 }
 
+/// KIP-511: the client software name and version (ApiVersions v3+) must
+/// match Kafka's `[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?`.
+pub fn valid_client_software(r: &ApiVersionsRequest) -> bool {
+    valid_software_field(&r.client_software_name)
+        && valid_software_field(&r.client_software_version)
+}
+
+fn valid_software_field(v: &str) -> bool {
+    let b = v.as_bytes();
+    match (b.first(), b.last()) {
+        (Some(f), Some(l)) => {
+            f.is_ascii_alphanumeric()
+                && l.is_ascii_alphanumeric()
+                && b.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'.')
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod software_tests {
+    use super::valid_software_field as ok;
+
+    #[test]
+    fn kip_511_client_software_pattern() {
+        for good in ["a", "apache-kafka-java", "4.4.0", "librdkafka", "v1.2-rc.3"] {
+            assert!(ok(good), "{good}");
+        }
+        for bad in ["", "bad name!", "-lead", "trail.", "a_b", "x y"] {
+            assert!(!ok(bad), "{bad}");
+        }
+    }
+}
+
 pub async fn describe_cluster(
     req: DescribeClusterRequest,
     _version: i16,

@@ -57,9 +57,8 @@ pub async fn describe_configs(
             }
             if version >= 3 {
                 c.config_type = d.kind as i8;
-                if req.include_documentation {
-                    c.documentation = Some(s(d.doc));
-                }
+                // Kafka: null unless asked for.
+                c.documentation = req.include_documentation.then(|| s(d.doc));
             }
             c
         };
@@ -155,14 +154,30 @@ fn topic_synonyms(
                 ConfigSource::StaticBrokerConfig,
             ));
         }
-        v.push(synonym(
-            syn,
-            Some(d.default.to_string()),
-            ConfigSource::DefaultConfig,
-        ));
+        // Kafka lists the broker synonyms from its primary name on, only
+        // those with a value: none when the primary has no default (it is
+        // derived from another setting, e.g. log.retention.ms from
+        // log.retention.hours).
+        if !NO_KAFKA_DEFAULT.contains(&syn) {
+            v.push(synonym(
+                syn,
+                Some(d.default.to_string()),
+                ConfigSource::DefaultConfig,
+            ));
+        }
     }
     v
 }
+
+/// Broker settings a topic setting falls back to whose Kafka definition has
+/// no default value (null): Kafka's DescribeConfigs shows no default
+/// synonym for them.
+const NO_KAFKA_DEFAULT: &[&str] = &[
+    "log.retention.ms",
+    "log.roll.ms",
+    "log.roll.jitter.ms",
+    "log.flush.interval.ms",
+];
 
 /// Result of one resource of an alter request.
 fn resource_result(
@@ -352,6 +367,12 @@ fn incremental(
                 ResponseError::InvalidRequest,
                 format!("Duplicate config key {name} in request"),
             ));
+        }
+        if op.config_operation == OP_DELETE && !overrides.contains_key(&name) {
+            // Kafka: deleting a setting that is not set changes nothing,
+            // whatever its name (`kafka-reassign-partitions --verify`
+            // clears replication throttles Strata never sets).
+            continue;
         }
         let def = if resource_type == RESOURCE_BROKER {
             config::broker_def(&name)

@@ -95,6 +95,14 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
             history_bytes: 0,
         };
     }
+    if let Some(code) = session_error(version, req.session_id, req.session_epoch) {
+        let mut r = FetchResponse::default();
+        r.error_code = code.code();
+        return Fetched {
+            response: r,
+            history_bytes: 0,
+        };
+    }
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
     let response_max = if req.max_bytes <= 0 {
         usize::MAX
@@ -330,6 +338,20 @@ fn preferred_replica(
     })
 }
 
+/// Fetch sessions (KIP-227, v7+): Strata declines to create any (a full
+/// fetch is answered with session id 0), so, by Kafka's FetchManager rules,
+/// a full fetch (epoch 0, or -1) is served whatever session it names (Kafka
+/// closes that session), and an incremental one (any other epoch) names a
+/// session this broker does not have: FETCH_SESSION_ID_NOT_FOUND, no
+/// partitions, and the client falls back to full fetches.
+fn session_error(version: i16, session_id: i32, epoch: i32) -> Option<ResponseError> {
+    const INITIAL_EPOCH: i32 = 0;
+    const FINAL_EPOCH: i32 = -1;
+    let _ = session_id;
+    (version >= 7 && epoch != INITIAL_EPOCH && epoch != FINAL_EPOCH)
+        .then_some(ResponseError::FetchSessionIdNotFound)
+}
+
 /// Who sent the fetch (for read-ahead streams and priority classes).
 #[derive(Debug, Clone, Default)]
 pub struct Client {
@@ -411,11 +433,13 @@ fn remote_result(log: &PartitionLog, records: Bytes) -> ReadResult {
     }
 }
 
-fn out_of_range(pd: &mut PartitionData, log: &PartitionLog) {
+/// As Kafka's ReplicaManager answers a read that failed: the offsets
+/// unknown (-1), the consumer resets with ListOffsets.
+fn out_of_range(pd: &mut PartitionData, _log: &PartitionLog) {
     pd.error_code = ResponseError::OffsetOutOfRange.code();
-    pd.high_watermark = log.high_watermark();
-    pd.last_stable_offset = log.last_stable_offset();
-    pd.log_start_offset = log.log_start_offset();
+    pd.high_watermark = -1;
+    pd.last_stable_offset = -1;
+    pd.log_start_offset = -1;
     pd.records = Some(Bytes::new());
 }
 
@@ -485,6 +509,14 @@ async fn read_all(
         let mut pd = base_data(t, read_committed);
         let Some(log) = &t.log else {
             pd.error_code = t.missing.code();
+            // Kafka answers a partition its metadata lacks before reading,
+            // with an empty list, not null.
+            if matches!(
+                t.missing,
+                ResponseError::UnknownTopicOrPartition | ResponseError::UnknownTopicId
+            ) {
+                pd.aborted_transactions = Some(Vec::new());
+            }
             any_error = true;
             out.push(pd);
             continue;
@@ -669,4 +701,28 @@ fn build(
     let mut r = FetchResponse::default();
     r.responses = topics;
     r
+}
+
+#[cfg(test)]
+mod session_tests {
+    use super::*;
+
+    #[test]
+    fn incremental_fetches_name_a_session_strata_never_made() {
+        // Full fetches: epoch 0 (would open a session) or -1 (sessionless).
+        assert_eq!(session_error(12, 0, -1), None);
+        assert_eq!(session_error(12, 0, 0), None);
+        assert_eq!(session_error(12, 123, 0), None);
+        // Incremental: no such session.
+        assert_eq!(
+            session_error(12, 123_456, 1),
+            Some(ResponseError::FetchSessionIdNotFound)
+        );
+        assert_eq!(
+            session_error(12, 0, 7),
+            Some(ResponseError::FetchSessionIdNotFound)
+        );
+        // Before v7 there are no sessions.
+        assert_eq!(session_error(6, 0, 7), None);
+    }
 }

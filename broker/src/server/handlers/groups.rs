@@ -182,6 +182,20 @@ pub async fn leave_group(req: LeaveGroupRequest, version: i16, b: &Broker) -> Le
         return out;
     }
     match b.groups.leave(&req.group_id, &members) {
+        // Kafka (v3+): an unknown group answers each member
+        // UNKNOWN_MEMBER_ID, the request itself succeeds.
+        Err(code) if version >= 3 && code == ResponseError::UnknownMemberId.code() => {
+            out.members = members
+                .into_iter()
+                .map(|(id, instance)| {
+                    let mut m = MemberResponse::default();
+                    m.member_id = s(id);
+                    m.group_instance_id = instance.map(s);
+                    m.error_code = code;
+                    m
+                })
+                .collect();
+        }
         Err(code) => out.error_code = code,
         Ok(codes) => {
             if version >= 3 {
@@ -485,7 +499,7 @@ pub async fn list_groups(req: ListGroupsRequest, version: i16, b: &Broker) -> Li
         .map(|s| s.to_string().to_ascii_lowercase())
         .collect();
     let mut out = ListGroupsResponse::default();
-    for (id, protocol_type, state) in b.groups.list() {
+    for (id, protocol_type, state) in b.groups.list_typed("") {
         if !states.is_empty() && !states.contains(&state.to_ascii_lowercase()) {
             continue;
         }

@@ -34,6 +34,17 @@ pub const LATEST_TIERED: i64 = -5;
 pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOffsetsResponse {
     let mut r = ListOffsetsResponse::default();
     let isolation = Isolation::from_level(req.isolation_level);
+    let from_client = req.replica_id.0 < 0;
+    // Kafka: a partition named more than once gets one INVALID_REQUEST
+    // answer (its response is built per distinct partition).
+    let mut seen = std::collections::HashMap::<(String, i32), usize>::new();
+    for t in &req.topics {
+        for p in &t.partitions {
+            *seen
+                .entry((t.name.0.to_string(), p.partition_index))
+                .or_default() += 1;
+        }
+    }
     for t in req.topics {
         let topic = b.logs.topic(&t.name.0);
         let mut out = ListOffsetsTopicResponse::default();
@@ -43,8 +54,24 @@ pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOf
             pr.partition_index = p.partition_index;
             pr.timestamp = -1;
             pr.offset = -1;
-            // Leader epochs exist from v4; earlier versions must keep the default.
-            pr.leader_epoch = if version >= 4 { 0 } else { -1 };
+            // Kafka: -1 unless an offset is found (and before v4, always).
+            pr.leader_epoch = -1;
+            match seen.get_mut(&(out.name.0.to_string(), p.partition_index)) {
+                Some(0) => continue,
+                Some(n) if *n > 1 => {
+                    *n = 0;
+                    pr.error_code = ResponseError::InvalidRequest.code();
+                    out.partitions.push(pr);
+                    continue;
+                }
+                _ => {}
+            }
+            // Strata's own followers ask -4 at v7 (replication::fetcher).
+            if from_client && !timestamp_supported(p.timestamp, version) {
+                pr.error_code = ResponseError::UnsupportedVersion.code();
+                out.partitions.push(pr);
+                continue;
+            }
             if let Some(code) = b.not_leader(&out.name.0, p.partition_index) {
                 pr.error_code = code.code();
                 out.partitions.push(pr);
@@ -65,9 +92,6 @@ pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOf
                     pr.error_code = ResponseError::UnknownTopicOrPartition.code();
                 }
                 Some(log) => {
-                    if version >= 4 {
-                        pr.leader_epoch = log.leader_epoch();
-                    }
                     let rp = match (&b.remote, &topic) {
                         (Some(r), Some(t)) if log.remote_log_start_offset().is_some() => r
                             .partition(t, p.partition_index)
@@ -89,12 +113,9 @@ pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOf
                                 .filter(|_| log.config().remote_storage_enable)
                                 .and_then(|t| b.remote.as_ref()?.partition(t, p.partition_index))
                                 .and_then(|rp| rp.manifest().next_offset());
-                            if tiered.is_none() {
-                                // Kafka: nothing tiered (or no remote log),
-                                // offset -1 with epoch -1.
-                                pr.leader_epoch = -1;
-                            }
-                            Ok(Some((tiered.map_or(-1, |next| next - 1), -1)))
+                            // Kafka: nothing tiered (or no remote log),
+                            // offset -1 with epoch -1.
+                            Ok(tiered.map(|next| (next - 1, -1)))
                         }
                         MAX_TIMESTAMP => match log.max_timestamp_offset() {
                             Ok(local) => match &rp {
@@ -126,7 +147,9 @@ pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOf
                             }
                         }
                         _ => {
-                            pr.error_code = ResponseError::InvalidRequest.code();
+                            // Unknown special timestamps (clients are
+                            // refused above, by timestamp_supported).
+                            pr.error_code = ResponseError::UnsupportedVersion.code();
                             Ok(None)
                         }
                     };
@@ -136,12 +159,20 @@ pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOf
                         {
                             Ok(None)
                         }
+                        // Found in a segment whose head DeleteRecords cut
+                        // off: the first offset still there.
+                        (0.., Ok(Some((offset, ts)))) if offset < log.log_start_offset() => {
+                            Ok(Some((log.log_start_offset(), ts)))
+                        }
                         (_, found) => found,
                     };
                     match found {
                         Ok(Some((offset, ts))) => {
                             pr.offset = offset;
                             pr.timestamp = ts;
+                            if version >= 4 {
+                                pr.leader_epoch = log.leader_epoch();
+                            }
                         }
                         Ok(None) => {}
                         Err(e) => {
@@ -156,4 +187,33 @@ pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOf
         r.topics.push(out);
     }
     r
+}
+
+/// Whether `version` knows the (special) timestamp: -3 from v7, -4 from v8
+/// (KIP-405), -5 from v9 in Kafka (KIP-1005; here still v8, see below);
+/// other negative values never. Kafka answers the others UNSUPPORTED_VERSION.
+fn timestamp_supported(timestamp: i64, version: i16) -> bool {
+    match timestamp {
+        0.. | LATEST | EARLIEST => true,
+        MAX_TIMESTAMP => version >= 7,
+        EARLIEST_LOCAL => version >= 8,
+        // KIP-1005: from v9.
+        LATEST_TIERED => version >= 9,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn special_timestamps_need_their_version() {
+        assert!(timestamp_supported(-1, 0) && timestamp_supported(-2, 0));
+        assert!(timestamp_supported(1_700_000_000_000, 1));
+        assert!(!timestamp_supported(MAX_TIMESTAMP, 6) && timestamp_supported(MAX_TIMESTAMP, 7));
+        assert!(!timestamp_supported(EARLIEST_LOCAL, 7) && timestamp_supported(EARLIEST_LOCAL, 8));
+        assert!(!timestamp_supported(LATEST_TIERED, 8) && timestamp_supported(LATEST_TIERED, 9));
+        assert!(!timestamp_supported(-6, 9) && !timestamp_supported(i64::MIN, 9));
+    }
 }

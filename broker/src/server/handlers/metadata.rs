@@ -16,7 +16,34 @@ use crate::cluster::view::ClusterSnapshot;
 use crate::log_manager::{validate_topic_name, TopicError};
 use crate::server::{topic_admin, Broker};
 
+/// Every operation Kafka supports on a topic (READ, WRITE, CREATE, DELETE,
+/// ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS), as the bit field a
+/// broker without an authorizer answers: everything is allowed.
+pub(crate) const ALL_TOPIC_OPERATIONS: i32 =
+    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
+/// The same for the cluster (CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,
+/// DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE).
+pub(crate) const ALL_CLUSTER_OPERATIONS: i32 =
+    (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
+
 pub async fn handle(req: MetadataRequest, version: i16, b: &Broker) -> MetadataResponse {
+    // KIP-430: asked for, the operations allowed (Strata has no
+    // authorizer: all of them), on the topics found.
+    let topic_ops = version >= 8 && req.include_topic_authorized_operations;
+    let cluster_ops = (8..=10).contains(&version) && req.include_cluster_authorized_operations;
+    let mut r = handle_topics(req, version, b).await;
+    if topic_ops {
+        for t in r.topics.iter_mut().filter(|t| t.error_code == 0) {
+            t.topic_authorized_operations = ALL_TOPIC_OPERATIONS;
+        }
+    }
+    if cluster_ops {
+        r.cluster_authorized_operations = ALL_CLUSTER_OPERATIONS;
+    }
+    r
+}
+
+async fn handle_topics(req: MetadataRequest, version: i16, b: &Broker) -> MetadataResponse {
     let mut r = MetadataResponse::default();
     r.brokers = b
         .live_brokers()
@@ -169,4 +196,14 @@ fn describe(name: &str, topic: &TopicRecord, snap: &ClusterSnapshot) -> Metadata
         })
         .collect();
     t
+}
+
+#[cfg(test)]
+mod ops_tests {
+    #[test]
+    fn all_topic_operations_is_kafkas_bit_field() {
+        // Kafka 4.4 without an authorizer answers 3576 for a topic.
+        assert_eq!(super::ALL_TOPIC_OPERATIONS, 3576);
+        assert_eq!(super::ALL_CLUSTER_OPERATIONS, 8096);
+    }
 }

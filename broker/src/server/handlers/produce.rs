@@ -212,7 +212,7 @@ pub fn append(req: ProduceRequest, version: i16, b: &Broker) -> PendingProduce {
                         wait_for: None,
                     },
                     Some(log) => {
-                        append_partition(&log, pd.index, pd.records.as_deref(), acks, version)
+                        checked_append(&log, pd.index, pd.records.as_deref(), acks, version)
                     }
                 }
             };
@@ -303,6 +303,64 @@ pub async fn handle(req: ProduceRequest, version: i16, b: &Broker) -> Option<Pro
     complete(append(req, version, b)).await
 }
 
+/// Kafka's `ProduceRequest.validateRecords` (v3+): a partition's records
+/// must be exactly one magic-2 batch; anything else is INVALID_RECORD,
+/// refused before the log is looked at (so no log start offset).
+fn precheck(records: Option<&[u8]>) -> Option<String> {
+    let records = records?;
+    if records.is_empty() {
+        return Some("produce requests must have at least one record batch per partition".into());
+    }
+    // The magic byte sits at offset 16 in both a v2 batch header and a
+    // legacy message set entry.
+    match records.get(16) {
+        Some(2) | None => None,
+        Some(m) => Some(format!(
+            "produce requests are only allowed to contain record batches with magic version 2, got {m}"
+        )),
+    }
+}
+
+/// Whether Kafka's answer to a refused append carries the partition's log
+/// start offset: all errors except the ones its ReplicaManager reports with
+/// the unknown append info (corrupt or too large records, not leader,
+/// unknown partition, storage errors).
+fn reports_log_start(code: i16) -> bool {
+    ![
+        ResponseError::CorruptMessage,
+        ResponseError::MessageTooLarge,
+        ResponseError::RecordListTooLarge,
+        ResponseError::NotLeaderOrFollower,
+        ResponseError::UnknownTopicOrPartition,
+        ResponseError::KafkaStorageError,
+    ]
+    .iter()
+    .any(|e| e.code() == code)
+}
+
+/// [`append_partition`] with Kafka's request-level checks first and its
+/// log start offset on error answers.
+fn checked_append(
+    log: &Arc<PartitionLog>,
+    index: i32,
+    records: Option<&[u8]>,
+    acks: i16,
+    version: i16,
+) -> Appended {
+    if let Some(message) = precheck(records) {
+        return Appended {
+            response: error(index, ResponseError::InvalidRecord, message, version),
+            wait_for: None,
+        };
+    }
+    let mut appended = append_partition(log, index, records, acks, version);
+    let r = &mut appended.response;
+    if r.error_code != 0 && reports_log_start(r.error_code) {
+        r.log_start_offset = log.log_start_offset();
+    }
+    appended
+}
+
 fn append_partition(
     log: &Arc<PartitionLog>,
     index: i32,
@@ -352,6 +410,17 @@ fn append_partition(
             return refused(index, &e, version);
         }
     };
+    // Kafka's LogValidator: a v2 batch from a client starts at offset 0
+    // (the broker assigns offsets).
+    if header.base_offset != 0 {
+        return fail(
+            ResponseError::InvalidRecord,
+            format!(
+                "the base offset of the record batch should be 0, but it is {}",
+                header.base_offset
+            ),
+        );
+    }
     let transcoded;
     let target = cfg
         .compression

@@ -47,16 +47,39 @@ pub async fn create_topics(
         .filter(|t| !seen.insert(t.name.0.to_string()))
         .map(|t| t.name.0.to_string())
         .collect();
+    // Names already answered (a duplicate gets one result, as in Kafka).
+    let mut answered = HashSet::new();
+    // Existing topics, for Kafka's '.'/'_' collision rule.
+    let existing: Vec<String> = {
+        let snap = b.cluster.view.snapshot();
+        let mut v: Vec<String> = snap.topics.keys().cloned().collect();
+        v.extend(b.logs.topics().iter().map(|t| t.name.clone()));
+        v
+    };
     for t in req.topics {
         let name = t.name.0.to_string();
+        if !answered.insert(name.clone()) {
+            continue;
+        }
         let mut res = CreatableTopicResult::default();
         res.name = t.name.clone();
         res.num_partitions = -1;
         res.replication_factor = -1;
+        let null_config = t.configs.iter().find(|c| c.value.is_none());
         let outcome = if duplicates.contains(&name) {
             Err((
                 ResponseError::InvalidRequest,
                 format!("Create topics request contains topic {name} more than once"),
+            ))
+        } else if let Some(c) = null_config {
+            Err((
+                ResponseError::InvalidConfig,
+                format!("Null value not supported for topic configs: {}", c.name),
+            ))
+        } else if let Some(other) = colliding(&name, &existing) {
+            Err((
+                ResponseError::InvalidTopicException,
+                format!("Topic '{name}' collides with existing topic: {other}"),
             ))
         } else {
             let configs = super::values_set(t.configs.iter().map(|c| (&c.name, c.value.as_ref())));
@@ -84,7 +107,13 @@ pub async fn create_topics(
             .await;
             match created {
                 Ok(topic) => {
-                    res.topic_id = topic.id;
+                    // Kafka names a validated-only topic with the id it
+                    // would have had.
+                    res.topic_id = if topic.id.is_nil() && req.validate_only {
+                        Uuid::new_v4()
+                    } else {
+                        topic.id
+                    };
                     res.num_partitions = topic.partitions;
                     res.replication_factor = topic.replication_factor as i16;
                     res.configs = Some(
@@ -111,6 +140,28 @@ pub async fn create_topics(
     r
 }
 
+/// An existing topic whose name equals `name` once '.' and '_' are the same
+/// character (they collide in metric names): Kafka refuses the new topic.
+fn colliding<'a>(name: &str, existing: &'a [String]) -> Option<&'a str> {
+    let key = name.replace('.', "_");
+    existing
+        .iter()
+        .find(|e| e.as_str() != name && e.replace('.', "_") == key)
+        .map(String::as_str)
+}
+
+#[cfg(test)]
+mod collision_tests {
+    #[test]
+    fn period_and_underscore_collide() {
+        let existing = vec!["a.b".to_string(), "c_d".to_string()];
+        assert_eq!(super::colliding("a_b", &existing), Some("a.b"));
+        assert_eq!(super::colliding("c.d", &existing), Some("c_d"));
+        assert_eq!(super::colliding("a.b", &existing), None);
+        assert_eq!(super::colliding("x_y", &existing), None);
+    }
+}
+
 fn push(
     r: &mut CreateTopicsResponse,
     mut res: CreatableTopicResult,
@@ -120,7 +171,8 @@ fn push(
     if let Err((code, message)) = outcome {
         res.error_code = code.code();
         res.error_message = Some(s(message));
-        res.configs = None;
+        // Kafka sends an empty list (v5+), not null.
+        res.configs = Some(Vec::new());
         res.num_partitions = -1;
         res.replication_factor = -1;
     }
