@@ -93,7 +93,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import re
@@ -112,6 +111,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 sys.path.insert(0, str(REPO / "local-stack" / "kafka"))
+sys.path.insert(0, str(REPO / "benches"))
+
+from bench import pct, proc_status  # noqa: E402  (Strata's own bench: percentiles, /proc figures)
 
 import apache_kafka  # noqa: E402  (stdlib only)
 from apache_kafka import KafkaCluster  # noqa: E402
@@ -275,17 +277,6 @@ def ensure_topics(addrs: list[str], topics: list[str], partitions: int, rf: int,
 # ---------------------------------------------------------------------------
 # process figures
 # ---------------------------------------------------------------------------
-
-
-def proc_status(pid: int, key: str) -> int | None:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
 
 
 def proc_cpu_s(pid: int) -> float | None:
@@ -562,12 +553,6 @@ RKP_CONS_RE = re.compile(r"(\d+) messages \((\d+) bytes\) consumed in (\d+)ms: (
 JAVA_PROD_RE = re.compile(
     r"(\d+) records sent, ([0-9.]+) records/sec \(([0-9.]+) MB/sec\), ([0-9.]+) ms avg latency, "
     r"([0-9.]+) ms max latency, ([0-9.]+) ms 50th, ([0-9.]+) ms 95th, ([0-9.]+) ms 99th, ([0-9.]+) ms 99.9th")
-
-
-def pct(sorted_vals, q):
-    if not sorted_vals:
-        return None
-    return sorted_vals[max(0, math.ceil(q / 100 * len(sorted_vals)) - 1)]
 
 
 class Tools:
