@@ -387,13 +387,11 @@ def test_consumer_groups_list_and_describe(single, group_topic):
     assert st["STATE"] == "Empty" and st["#MEMBERS"] == "0", s
 
 
-@pytest.mark.xfail(strict=True, reason="Strata serves DescribeGroups up to v5 (Kafka 3.9's range): an unknown "
-                   "group comes back Dead and the 4.4 tool prints 3.9's 'does not exist'; v6 (KIP-1043) answers "
-                   "GROUP_ID_NOT_FOUND (tests/compat/FINDINGS.md)")
 def test_consumer_groups_describe_unknown_group(single):
     # Kafka 4.4 prints this (and exits 0) since DescribeGroups v6 answers
     # GROUP_ID_NOT_FOUND for an unknown group (KIP-1043); through v5 the
-    # group came back Dead and the tool said "does not exist".
+    # group came back Dead and the tool said "does not exist". Strata
+    # serves v6 since 2026-12-06 (it printed the v5 text before).
     missing = tool("kafka-consumer-groups.sh", "--bootstrap-server", single.bootstrap, "--describe",
                    "--group", "tools-no-such-group", ok=False)
     assert ("Error: Executing consumer group command failed due to org.apache.kafka.common.errors."

@@ -543,6 +543,13 @@ pub const BROKER_CONFIGS: &[ConfigDef] = &[
         "How often transactions open longer than their timeout are aborted (the producer is fenced).",
     ),
     broker(
+        "transaction.partition.verification.enable",
+        ConfigType::Boolean,
+        "true",
+        Validator::Bool,
+        "KIP-890: before a producer's first transactional write to a partition, its leader asks the transaction coordinator whether the partition was added to the transaction (else INVALID_TXN_STATE).",
+    ),
+    broker(
         "transactional.id.expiration.ms",
         ConfigType::Int,
         "604800000",

@@ -103,6 +103,11 @@ pub enum LogError {
 pub enum AppendOrigin {
     /// A producer: idempotence and sequence checks apply.
     Client,
+    /// A producer whose transactional batches are verified (KIP-890): one
+    /// that would open the producer's transaction here must carry the
+    /// guard [`PartitionLog::begin_txn_verification`] issued (None: no
+    /// verification was needed because the transaction was open then).
+    VerifiedClient(Option<u64>),
     /// A coordinator writing its own internal topic.
     Coordinator,
 }
@@ -583,6 +588,29 @@ impl PartitionLog {
         self.lock().segments.len()
     }
 
+    /// KIP-890, before a producer's transactional write: None when its
+    /// transaction is already open here at `epoch` (no verification
+    /// needed), else the token of a new verification guard, which a marker
+    /// for the producer revokes.
+    pub fn begin_txn_verification(&self, producer_id: i64, epoch: i16) -> Option<u64> {
+        static NEXT_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let mut inner = self.lock();
+        if inner.producers.has_ongoing_txn(producer_id, epoch) {
+            return None;
+        }
+        let token = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        inner.producers.begin_verification(
+            producer_id,
+            super::producer_state::VerificationGuard { token, epoch },
+        );
+        Some(token)
+    }
+
+    /// Drops a guard whose verification failed.
+    pub fn end_txn_verification(&self, producer_id: i64, token: u64) {
+        self.lock().producers.end_verification(producer_id, token);
+    }
+
     /// Appends validated batches, assigning offsets. `records` must be the
     /// concatenation of the batches described by `headers`; a header's max
     /// timestamp is what is stored (the validator's, when it differs from
@@ -620,6 +648,10 @@ impl PartitionLog {
         for h in headers {
             let check = match origin {
                 AppendOrigin::Client => inner.producers.check(h),
+                AppendOrigin::VerifiedClient(token) => inner
+                    .producers
+                    .check_verified(h, token)
+                    .and_then(|()| inner.producers.check(h)),
                 // Not sequenced, but a fenced producer epoch is refused.
                 AppendOrigin::Coordinator => inner
                     .producers
@@ -670,7 +702,9 @@ impl PartitionLog {
             inner.scratch = scratch;
             result?;
             match origin {
-                AppendOrigin::Client => inner.producers.update(&stored),
+                AppendOrigin::Client | AppendOrigin::VerifiedClient(_) => {
+                    inner.producers.update(&stored)
+                }
                 AppendOrigin::Coordinator => inner.producers.track_txn(&stored),
             }
             first.get_or_insert((next, false));

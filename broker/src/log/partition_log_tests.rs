@@ -384,3 +384,63 @@ fn offsets_before_answers_list_offsets_v0_as_kafka() {
     assert_eq!(log.offsets_before(999, 10), Vec::<i64>::new());
     assert_eq!(log.offsets_before(-1, 0), Vec::<i64>::new());
 }
+
+fn transactional_batch(pid: i64, epoch: i16, seq: i32) -> Vec<u8> {
+    let mut b = idempotent_batch(pid, epoch, seq, 1);
+    b[21..23].copy_from_slice(&0x10i16.to_be_bytes());
+    let crc = batch::compute_crc(&b);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    b
+}
+
+/// KIP-890: a producer's first transactional batch in a partition needs
+/// the guard of a verification that no marker overtook; later batches of
+/// the open transaction need none.
+#[test]
+fn a_transaction_opens_only_under_a_current_verification_guard() {
+    use crate::log::control::{Marker, MarkerType};
+    let dir = tempfile::tempdir().unwrap();
+    let log = PartitionLog::create(dir.path(), "t", 0, config(&[])).unwrap();
+    let verified = |b: &[u8], token: Option<u64>| {
+        let h = batch::validate_all(b).unwrap();
+        log.append_from(b, &h, AppendOrigin::VerifiedClient(token))
+    };
+    let not_in_txn = |r: Result<AppendInfo, LogError>| {
+        matches!(r, Err(LogError::Sequence(SequenceError::NotInTransaction)))
+    };
+    assert!(not_in_txn(verified(&transactional_batch(9, 0, 0), None)));
+    // A marker for the producer (its transaction ended) revokes the guard.
+    let stale = log.begin_txn_verification(9, 0).unwrap();
+    let abort = Marker {
+        kind: MarkerType::Abort,
+        coordinator_epoch: 0,
+    };
+    log.append_marker(9, 0, abort).unwrap();
+    assert!(not_in_txn(verified(
+        &transactional_batch(9, 0, 0),
+        Some(stale)
+    )));
+    // A guard for another epoch does not do either.
+    let other = log.begin_txn_verification(9, 1).unwrap();
+    assert!(not_in_txn(verified(
+        &transactional_batch(9, 0, 0),
+        Some(other)
+    )));
+    let end = log.log_end_offset();
+
+    let token = log.begin_txn_verification(9, 0).unwrap();
+    assert_eq!(
+        verified(&transactional_batch(9, 0, 0), Some(token))
+            .unwrap()
+            .base_offset,
+        end
+    );
+    assert_eq!(
+        log.begin_txn_verification(9, 0),
+        None,
+        "the transaction is open"
+    );
+    assert!(verified(&transactional_batch(9, 0, 1), None).is_ok());
+    // Non-transactional and plain client appends are not affected.
+    assert!(append_raw(&log, &idempotent_batch(10, 0, 0, 1)).is_ok());
+}

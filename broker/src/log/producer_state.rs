@@ -92,6 +92,9 @@ pub enum SequenceError {
     UnknownProducerId,
     /// A non-transactional batch from a producer with an open transaction.
     InvalidTxnState,
+    /// A transactional batch that opens the producer's transaction here
+    /// without a current verification (KIP-890): INVALID_TXN_STATE.
+    NotInTransaction,
     /// A marker from a transaction coordinator older than the one that
     /// wrote this producer's last marker (a deposed coordinator).
     CoordinatorFenced { current: i32, got: i32 },
@@ -119,11 +122,36 @@ fn next_seq(s: i32) -> i32 {
     }
 }
 
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, Clone)]
 pub struct ProducerStateManager {
     producers: HashMap<i64, ProducerEntry>,
     /// Open transactions: first offset -> producer id.
     ongoing: BTreeMap<i64, i64>,
+    /// KIP-890 verification guards: producers whose first transactional
+    /// write here is being checked with the transaction coordinator. A
+    /// marker for the producer removes its guard, so a verification that
+    /// raced the end of its transaction cannot open a new one here (Kafka's
+    /// `VerificationStateEntry`). At most one per producer id, dropped by
+    /// the append it allowed or the failure of its verification. Not part
+    /// of the durable state.
+    verifying: HashMap<i64, VerificationGuard>,
+}
+
+/// Equal when the durable state is: verification guards are transient.
+impl PartialEq for ProducerStateManager {
+    fn eq(&self, other: &Self) -> bool {
+        self.producers == other.producers && self.ongoing == other.ongoing
+    }
+}
+
+impl Eq for ProducerStateManager {}
+
+/// One producer's pending verification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerificationGuard {
+    /// Unique per verification (an ABA-proof token).
+    pub token: u64,
+    pub epoch: i16,
 }
 
 impl ProducerStateManager {
@@ -150,6 +178,47 @@ impl ProducerStateManager {
 
     pub fn get(&self, producer_id: i64) -> Option<&ProducerEntry> {
         self.producers.get(&producer_id)
+    }
+
+    /// Whether `producer_id` has a transaction open here at `epoch`: its
+    /// later transactional batches need no verification.
+    pub fn has_ongoing_txn(&self, producer_id: i64, epoch: i16) -> bool {
+        self.producers
+            .get(&producer_id)
+            .is_some_and(|e| e.epoch == epoch && e.current_txn_first_offset.is_some())
+    }
+
+    /// Starts a verification for `producer_id` (replacing an older one).
+    pub fn begin_verification(&mut self, producer_id: i64, guard: VerificationGuard) {
+        self.verifying.insert(producer_id, guard);
+    }
+
+    /// Drops `producer_id`'s guard if it is still `token` (a verification
+    /// that failed).
+    pub fn end_verification(&mut self, producer_id: i64, token: u64) {
+        if self
+            .verifying
+            .get(&producer_id)
+            .is_some_and(|g| g.token == token)
+        {
+            self.verifying.remove(&producer_id);
+        }
+    }
+
+    /// Kafka's check before a producer's transactional batch: either its
+    /// transaction is already open here, or the batch carries the guard of
+    /// a verification no marker has overtaken.
+    pub fn check_verified(&self, h: &BatchHeader, token: Option<u64>) -> Result<(), SequenceError> {
+        if h.producer_id < 0
+            || !h.is_transactional()
+            || self.has_ongoing_txn(h.producer_id, h.producer_epoch)
+        {
+            return Ok(());
+        }
+        match (self.verifying.get(&h.producer_id), token) {
+            (Some(g), Some(t)) if g.token == t && g.epoch == h.producer_epoch => Ok(()),
+            _ => Err(SequenceError::NotInTransaction),
+        }
     }
 
     /// Checks an incoming batch (offsets not yet assigned).
@@ -217,6 +286,8 @@ impl ProducerStateManager {
         if h.is_transactional() && entry.current_txn_first_offset.is_none() {
             entry.current_txn_first_offset = Some(h.base_offset);
             self.ongoing.insert(h.base_offset, h.producer_id);
+            // The transaction is open here now: its guard has done its job.
+            self.verifying.remove(&h.producer_id);
         }
         if h.producer_epoch != entry.epoch {
             entry.epoch = h.producer_epoch;
@@ -296,6 +367,8 @@ impl ProducerStateManager {
         }
         entry.coordinator_epoch = marker.coordinator_epoch;
         entry.last_timestamp = entry.last_timestamp.max(h.max_timestamp);
+        // A verification that began before this marker is stale.
+        self.verifying.remove(&h.producer_id);
         let first_offset = entry.current_txn_first_offset.take()?;
         self.ongoing.remove(&first_offset);
         Some(CompletedTxn {
@@ -313,6 +386,7 @@ impl ProducerStateManager {
             e.current_txn_first_offset = None;
         }
         self.ongoing.clear();
+        self.verifying.clear();
     }
 
     /// The first offset of the oldest open transaction: the last stable
@@ -429,7 +503,11 @@ impl ProducerStateManager {
                 },
             );
         }
-        Some(ProducerStateManager { producers, ongoing })
+        Some(ProducerStateManager {
+            producers,
+            ongoing,
+            verifying: HashMap::new(),
+        })
     }
 
     /// Writes `<offset>.snapshot` (state after every batch below `offset`).

@@ -201,7 +201,7 @@ pub async fn prepare(mut req: Request, broker: &Arc<Broker>) -> Prepared {
                 Ok(r) => r,
                 Err(e) => return Prepared::Ready(Err(e)),
             };
-            let pending = handlers::produce::append(r, version, broker);
+            let pending = handlers::produce::append(r, version, broker).await;
             Prepared::Deferred(Box::pin(async move {
                 match handlers::produce::complete(pending).await {
                     Some(resp) => {

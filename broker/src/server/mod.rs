@@ -47,6 +47,9 @@ pub struct Broker {
     pub remote: Option<Arc<TieredStorage>>,
     /// Membership, the controller, and the view of the other brokers.
     pub cluster: Arc<Cluster>,
+    /// KIP-890: asks the transaction coordinator before a producer's
+    /// first transactional write to a partition this broker leads.
+    pub txn_verifier: Arc<crate::txn::verification::TxnVerifier>,
 }
 
 impl Broker {

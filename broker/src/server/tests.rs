@@ -81,6 +81,11 @@ async fn broker(dir: &std::path::Path) -> Broker {
         advertised_port: 9092,
         max_request_bytes: 1 << 20,
         cluster,
+        txn_verifier: Arc::new(crate::txn::verification::TxnVerifier::new(
+            0,
+            true,
+            std::time::Duration::from_secs(5),
+        )),
     }
 }
 
@@ -653,4 +658,146 @@ async fn transaction_responses_encode(b: &Broker) {
         assert_eq!(codes, vec![0, 3], "v{v}");
         check(ApiKey::WriteTxnMarkers, v, &r);
     }
+}
+
+/// A v2 batch of `producer_id`/`epoch` from `seq`, transactional.
+fn transactional_batch(producer_id: i64, epoch: i16, seq: i32) -> Bytes {
+    let mut b = testing::batch(1, 8, 1_000).to_vec();
+    b[21..23].copy_from_slice(&0x10i16.to_be_bytes());
+    b[43..51].copy_from_slice(&producer_id.to_be_bytes());
+    b[51..53].copy_from_slice(&epoch.to_be_bytes());
+    b[53..57].copy_from_slice(&seq.to_be_bytes());
+    let crc = strata_format::batch::compute_crc(&b);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    Bytes::from(b)
+}
+
+async fn produce_one(b: &Broker, txn: Option<&str>, part: i32, records: Bytes) -> (i16, i64) {
+    let mut req = ProduceRequest::default();
+    req.acks = 1;
+    req.timeout_ms = 5_000;
+    req.transactional_id = txn.map(|t| TransactionalId(s(t)));
+    let mut td = produce_request::TopicProduceData::default();
+    td.name = TopicName(s("t"));
+    let mut pd = produce_request::PartitionProduceData::default();
+    pd.index = part;
+    pd.records = Some(records);
+    td.partition_data = vec![pd];
+    req.topic_data = vec![td];
+    let r = handlers::produce::handle(req, 9, b).await.unwrap();
+    let p = &r.responses[0].partition_responses[0];
+    (p.error_code, p.base_offset)
+}
+
+/// KIP-890 part 1: a transactional write to a partition its transaction
+/// does not hold, or from a fenced epoch, is refused before it is written.
+#[tokio::test]
+async fn transactional_produce_is_verified_with_the_coordinator() {
+    use crate::server::handlers::{producer, txn};
+    let dir = tempfile::tempdir().unwrap();
+    let b = broker(dir.path()).await;
+    let init = || {
+        let mut init = InitProducerIdRequest::default();
+        init.transactional_id = Some(TransactionalId(s("verified")));
+        init.transaction_timeout_ms = 60_000;
+        init.producer_id = ProducerId(-1);
+        init.producer_epoch = -1;
+        init
+    };
+    let r = producer::init_producer_id(init(), 4, &b).await;
+    assert_eq!(r.error_code, 0);
+    let (pid, epoch) = (r.producer_id, r.producer_epoch);
+    let end = || b.logs.partition("t", 1).unwrap().log_end_offset();
+
+    // Never added to the transaction.
+    let (code, _) = produce_one(
+        &b,
+        Some("verified"),
+        1,
+        transactional_batch(pid.0, epoch, 0),
+    )
+    .await;
+    assert_eq!(code, ResponseError::InvalidTxnState.code());
+    // Transactional records need the transactional id.
+    let (code, _) = produce_one(&b, None, 1, transactional_batch(pid.0, epoch, 0)).await;
+    assert_eq!(
+        code,
+        ResponseError::TransactionalIdAuthorizationFailed.code()
+    );
+    assert_eq!(end(), 0, "nothing refused is written");
+
+    let mut add = AddPartitionsToTxnRequest::default();
+    add.v3_and_below_transactional_id = TransactionalId(s("verified"));
+    add.v3_and_below_producer_id = pid;
+    add.v3_and_below_producer_epoch = epoch;
+    let mut t = add_partitions_to_txn_request::AddPartitionsToTxnTopic::default();
+    t.name = TopicName(s("t"));
+    t.partitions = vec![1];
+    add.v3_and_below_topics = vec![t];
+    let r = txn::add_partitions_to_txn(add, 3, &b).await;
+    assert_eq!(
+        r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
+        0
+    );
+    assert_eq!(
+        produce_one(
+            &b,
+            Some("verified"),
+            1,
+            transactional_batch(pid.0, epoch, 0)
+        )
+        .await,
+        (0, 0)
+    );
+    // The transaction is open here: no verification, the next batch follows.
+    assert_eq!(
+        produce_one(
+            &b,
+            Some("verified"),
+            1,
+            transactional_batch(pid.0, epoch, 1)
+        )
+        .await,
+        (0, 1)
+    );
+
+    // A new producer of the id fences the old epoch (the open transaction
+    // is aborted with a marker at the new epoch; until then the client is
+    // told CONCURRENT_TRANSACTIONS and retries).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let r = loop {
+        let r = producer::init_producer_id(init(), 4, &b).await;
+        if r.error_code != ResponseError::ConcurrentTransactions.code() {
+            break r;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the abort never completed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    assert_eq!(r.error_code, 0);
+    assert!(r.producer_epoch > epoch);
+    assert_eq!(b.logs.partition("t", 1).unwrap().ongoing_transactions(), 0);
+    let before = end();
+    let (code, _) = produce_one(
+        &b,
+        Some("verified"),
+        1,
+        transactional_batch(pid.0, epoch, 2),
+    )
+    .await;
+    assert_eq!(code, ResponseError::InvalidProducerEpoch.code());
+    assert_eq!(end(), before);
+    // Partition 0 never saw the producer: only the coordinator knows the
+    // old epoch is fenced.
+    let (code, _) = produce_one(
+        &b,
+        Some("verified"),
+        0,
+        transactional_batch(pid.0, epoch, 0),
+    )
+    .await;
+    assert_eq!(code, ResponseError::InvalidProducerEpoch.code());
+    assert_eq!(b.logs.partition("t", 0).unwrap().log_end_offset(), 0);
 }

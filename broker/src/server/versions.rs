@@ -32,7 +32,7 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetCommit, 0, 9),
     (ApiKey::OffsetFetch, 0, 9),
     (ApiKey::OffsetDelete, 0, 0),
-    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::DescribeGroups, 0, 6),
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::InitProducerId, 0, 5),

@@ -439,6 +439,37 @@ impl TransactionCoordinator {
         self.transition(id, next, coordinator_epoch).await
     }
 
+    /// KIP-890's verification (AddPartitionsToTxn v4+ with verify_only,
+    /// asked by a partition leader before a producer's first transactional
+    /// write there): which of `partitions` the open transaction of
+    /// `producer_id`/`epoch` holds. Nothing changes. A whole-request error
+    /// as Kafka's `handleVerifyPartitionsInTransaction`: an unknown id or
+    /// another producer is INVALID_PRODUCER_ID_MAPPING, an older epoch
+    /// PRODUCER_FENCED, a state change in flight or a prepared transaction
+    /// CONCURRENT_TRANSACTIONS.
+    pub fn verify_partitions(
+        &self,
+        id: &str,
+        producer_id: i64,
+        epoch: i16,
+        partitions: &[(String, i32)],
+    ) -> Result<Vec<bool>, TxnError> {
+        let txns = self.lock();
+        self.check_coordinator(id)?;
+        let m = txns
+            .get(id)
+            .ok_or(ResponseError::InvalidProducerIdMapping)?;
+        Self::check_producer(m, producer_id, epoch)?;
+        if m.state.is_prepared() {
+            return Err(ResponseError::ConcurrentTransactions);
+        }
+        let ongoing = m.state == TxnState::Ongoing;
+        Ok(partitions
+            .iter()
+            .map(|p| ongoing && m.partitions.contains(p))
+            .collect())
+    }
+
     /// AddOffsetsToTxn: the group's `__consumer_offsets` partition joins
     /// the transaction.
     pub async fn add_offsets(

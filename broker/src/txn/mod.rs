@@ -13,13 +13,16 @@
 //!   timed-out ones and expiring idle ids;
 //! - `loading.rs`: loading and dropping the ids of a `__transaction_state`
 //!   partition as this broker starts and stops leading it;
-//! - `marker_channel.rs`: markers for partitions led by other brokers.
+//! - `marker_channel.rs`: markers for partitions led by other brokers;
+//! - `verification.rs`: a partition leader's check with the coordinator
+//!   before a producer's first transactional write (KIP-890).
 
 pub mod completion;
 pub mod coordinator;
 pub mod loading;
 pub mod marker_channel;
 pub mod records;
+pub mod verification;
 
 pub use coordinator::{
     AbortCause, ProducerIdAndEpoch, TransactionCoordinator, TxnConfig, TxnError, TxnMetadata,

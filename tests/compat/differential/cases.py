@@ -372,6 +372,14 @@ case("produce_transactional_without_add_partitions", op("create_topic", "@"), op
 case("produce_transactional_fenced_epoch", op("create_topic", "@"), op("init_producer", "p", "@x"),
      op("set", "old_epoch", "$p_epoch"), op("init_producer", "p", "@x"), op("add_partitions", "@x", "p", "@"),
      produce(batch(pid="$p_pid", epoch="$old_epoch", seq=0, attributes=0x10), txn="@x"), lo(-1))
+case("produce_transactional_after_add_partitions", op("create_topic", "@"), op("init_producer", "p", "@x"),
+     op("add_partitions", "@x", "p", "@"),
+     produce(batch(pid="$p_pid", epoch="$p_epoch", seq=0, attributes=0x10), txn="@x", label="first"),
+     produce(batch(pid="$p_pid", epoch="$p_epoch", seq=1, attributes=0x10), txn="@x", label="second"),
+     lo(-1), lo(-1, iso=1, label="lso"))
+case("produce_transactional_without_transactional_id", op("create_topic", "@"), op("init_producer", "p", "@x"),
+     op("add_partitions", "@x", "p", "@"),
+     produce(batch(pid="$p_pid", epoch="$p_epoch", seq=0, attributes=0x10)), lo(-1))
 
 # --------------------------------------------------------------------------- Metadata
 
@@ -552,6 +560,10 @@ case("group_describe_dead_after_delete", op("create_topic", "@"), op("commit", "
 case("group_describe_preparing_rebalance", *STABLE, op("join_pending", "@g", "n"), describe_groups(),
      ignore=["*.members.*.member_metadata", "*.members.*.client_host"])
 case("group_describe_v0_oldest", describe_groups(v=0))
+case("group_describe_never_existed_v6", describe_groups(v=6))
+case("group_describe_deleted_v6", op("create_topic", "@"), op("commit", "@g", "@", {0: 2}),
+     op("delete_group", "@g"), describe_groups(v=6))
+case("group_describe_empty_v6", op("create_topic", "@"), op("commit", "@g", "@", {0: 2}), describe_groups(v=6))
 case("group_join_member_id_required", op("create_topic", "@"), join())
 case("group_join_session_timeout_too_small", op("create_topic", "@"), join(session=1000))
 case("group_join_session_timeout_too_large", op("create_topic", "@"), join(session=2_000_000))
@@ -747,10 +759,6 @@ def _message_v1(value: bytes, ts: int) -> bytes:
 # matches Kafka, so the marker goes with the fix. Reason: why it differs and
 # what fixing it needs.
 
-_KIP_890 = ("KIP-890 part 1 (Kafka 3.6+ transaction verification) is not implemented: the partition leader "
-            "must ask the transaction coordinator (AddPartitionsToTxn v4+ verify_only) before a producer "
-            "epoch's first transactional write to a partition; Strata's ProducerStateTable::check only knows "
-            "the epochs this partition has seen")
 _TOPIC_NAMES_MISSING = ("errors.deadletterqueue.group.enable, flush.messages, flush.ms, "
                         "follower.replication.throttled.replicas, leader.replication.throttled.replicas, "
                         "max.decompressed.message.bytes, preallocate, remote.copy.lag.bytes, remote.copy.lag.ms, "
@@ -765,10 +773,6 @@ _TOPIC_CONFIG_SET = ("Kafka 4.4's topic config set differs from Strata's: names 
                      "migrated and the difference.max.ms fallback is dropped")
 
 XFAIL: dict[str, str] = {
-    "produce_transactional_fenced_epoch": _KIP_890 + " (here: an older epoch after InitProducerId bumped it "
-                                          "must get INVALID_PRODUCER_EPOCH)",
-    "produce_transactional_without_add_partitions": _KIP_890 + " (here: a partition never added must get "
-                                                    "INVALID_TXN_STATE)",
     "create_topics_segment_bytes_too_small": "Kafka 4 raised segment.bytes' minimum to 1 MiB (1048576); Strata "
                                              "keeps 14 because its e2e suites use 1-64 KiB segments: fixing "
                                              "needs an internal test-only override (as Kafka's "

@@ -460,6 +460,11 @@ pub async fn describe_groups(
         };
         if id.is_empty() {
             g.error_code = ResponseError::InvalidGroupId.code();
+        } else if version >= 6 && d.state == crate::group::group::GroupState::Dead.name() {
+            // KIP-1043: v6 names an unknown group instead of describing
+            // it as Dead with no error.
+            g.error_code = ResponseError::GroupIdNotFound.code();
+            g.error_message = Some(s(format!("Group {} not found.", id.0)));
         }
         g.group_id = id;
         g.group_state = s(d.state);

@@ -1,10 +1,13 @@
 //! Produce: validate each partition's batch as Kafka's `LogValidator` does
 //! (`strata_format::validator`: CRC, structure, every record, timestamps,
-//! the true max timestamp), append it with broker-assigned offsets, and for
+//! the true max timestamp), verify a transaction's first write to a
+//! partition with its coordinator (KIP-890), append it with
+//! broker-assigned offsets, and for
 //! acks=all wait until it is durable (the high watermark passes it). Nothing of a rejected batch is
 //! stored. Split in two phases so the connection can append pipelined
 //! requests in order while their fsync waits overlap.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,8 +22,9 @@ use crate::clock::now_ms;
 use crate::config::TimestampType;
 use crate::log::group_commit::CommitWait;
 use crate::log::producer_state::SequenceError;
-use crate::log::{LogError, PartitionLog};
+use crate::log::{AppendOrigin, LogError, PartitionLog};
 use crate::server::Broker;
+use crate::txn::TRANSACTION_STATE_TOPIC;
 use strata_format::transcode;
 use strata_format::validator::{self, AppendPolicy, TimestampPolicy, ValidationError};
 
@@ -152,12 +156,121 @@ pub struct PendingProduce {
     waits: Vec<(usize, usize, (Arc<PartitionLog>, i64, i32))>,
 }
 
-/// Phase one, run in request order on the connection: validate and append
-/// every partition's batches. Appends of pipelined requests must hit the log
-/// in the order the client sent them, or per-partition ordering breaks.
-pub fn append(req: ProduceRequest, version: i16, b: &Broker) -> PendingProduce {
+/// The producer id and epoch of a transactional v2 batch (the request's
+/// first batch: v3+ allows one per partition), read from its header.
+fn transactional_producer(records: Option<&[u8]>) -> Option<(i64, i16)> {
+    let r = records?;
+    if r.len() < 61 || r[16] != 2 {
+        return None;
+    }
+    let attributes = i16::from_be_bytes([r[21], r[22]]);
+    if attributes & 0x10 == 0 {
+        return None;
+    }
+    let pid = i64::from_be_bytes(r[43..51].try_into().ok()?);
+    let epoch = i16::from_be_bytes([r[51], r[52]]);
+    Some((pid, epoch))
+}
+
+/// What KIP-890 verification decided for one partition's transactional
+/// batch: append with this origin, or refuse.
+type Verdict = Result<AppendOrigin, (ResponseError, String)>;
+
+/// KIP-890 part 1, before anything is appended: each partition this
+/// broker leads that would open a producer's transaction is checked with
+/// the transaction coordinator (Kafka's ReplicaManager with
+/// `transaction.partition.verification.enable`). Partitions not in the
+/// map append as a plain client's.
+async fn verify_transactional(req: &ProduceRequest, b: &Broker) -> HashMap<(String, i32), Verdict> {
+    let mut verdicts = HashMap::new();
+    let mut pending: BTreeMap<(i64, i16), Vec<((String, i32), Arc<PartitionLog>, u64)>> =
+        BTreeMap::new();
+    let id = req
+        .transactional_id
+        .as_ref()
+        .map(|t| t.0.to_string())
+        .filter(|t| !t.is_empty());
+    for td in &req.topic_data {
+        let name = td.name.0.to_string();
+        for pd in &td.partition_data {
+            let Some((pid, epoch)) = transactional_producer(pd.records.as_deref()) else {
+                continue;
+            };
+            if crate::topic_name::is_coordinator_topic(&name) {
+                continue;
+            }
+            let key = (name.clone(), pd.index);
+            if id.is_none() {
+                // Kafka refuses transactional records without a
+                // transactional id as unauthorized for it.
+                verdicts.insert(
+                    key,
+                    Err((
+                        ResponseError::TransactionalIdAuthorizationFailed,
+                        "transactional records need the request's transactional id".into(),
+                    )),
+                );
+                continue;
+            }
+            if !b.txn_verifier.enabled() || b.not_leader(&name, pd.index).is_some() {
+                continue;
+            }
+            let Some(log) = b.logs.partition(&name, pd.index) else {
+                continue;
+            };
+            match log.begin_txn_verification(pid, epoch) {
+                None => {
+                    verdicts.insert(key, Ok(AppendOrigin::VerifiedClient(None)));
+                }
+                Some(token) => pending
+                    .entry((pid, epoch))
+                    .or_default()
+                    .push((key, log, token)),
+            }
+        }
+    }
+    let Some(id) = id else {
+        return verdicts;
+    };
+    for ((pid, epoch), parts) in pending {
+        let keys: Vec<(String, i32)> = parts.iter().map(|(k, _, _)| k.clone()).collect();
+        let answers = b
+            .txn_verifier
+            .verify(
+                &b.txns,
+                || b.coordinator_for(TRANSACTION_STATE_TOPIC, &id),
+                &id,
+                pid,
+                epoch,
+                &keys,
+            )
+            .await;
+        for ((key, log, token), answer) in parts.into_iter().zip(answers) {
+            let verdict = match answer {
+                Ok(()) => Ok(AppendOrigin::VerifiedClient(Some(token))),
+                Err(refusal) => {
+                    log.end_txn_verification(pid, token);
+                    Err(refusal)
+                }
+            };
+            verdicts.insert(key, verdict);
+        }
+    }
+    verdicts
+}
+
+/// Phase one, run in request order on the connection: verify transactional
+/// batches with their coordinator (KIP-890), then validate and append every
+/// partition's batches. Appends of pipelined requests must hit the log in
+/// the order the client sent them, or per-partition ordering breaks.
+pub async fn append(req: ProduceRequest, version: i16, b: &Broker) -> PendingProduce {
     let acks = req.acks;
     let timeout = Duration::from_millis(req.timeout_ms.max(0) as u64);
+    let mut verdicts = if matches!(acks, -1..=1) {
+        verify_transactional(&req, b).await
+    } else {
+        HashMap::new()
+    };
     let mut topics = Vec::with_capacity(req.topic_data.len());
     let mut waits = Vec::new();
     for td in req.topic_data {
@@ -165,6 +278,7 @@ pub fn append(req: ProduceRequest, version: i16, b: &Broker) -> PendingProduce {
         let topic = b.logs.topic(&name);
         let mut partitions = Vec::with_capacity(td.partition_data.len());
         for pd in td.partition_data {
+            let verdict = verdicts.remove(&(name.clone(), pd.index));
             let appended = if !matches!(acks, -1..=1) {
                 Appended {
                     response: error(
@@ -211,9 +325,28 @@ pub fn append(req: ProduceRequest, version: i16, b: &Broker) -> PendingProduce {
                         ),
                         wait_for: None,
                     },
-                    Some(log) => {
-                        checked_append(&log, pd.index, pd.records.as_deref(), acks, version)
-                    }
+                    Some(log) => match verdict {
+                        Some(Err((code, message))) => Appended {
+                            response: error(pd.index, code, message, version),
+                            wait_for: None,
+                        },
+                        Some(Ok(origin)) => checked_append(
+                            &log,
+                            pd.index,
+                            pd.records.as_deref(),
+                            acks,
+                            version,
+                            origin,
+                        ),
+                        None => checked_append(
+                            &log,
+                            pd.index,
+                            pd.records.as_deref(),
+                            acks,
+                            version,
+                            AppendOrigin::Client,
+                        ),
+                    },
                 }
             };
             if let Some(w) = appended.wait_for {
@@ -300,7 +433,7 @@ pub async fn complete(p: PendingProduce) -> Option<ProduceResponse> {
 
 /// Both phases back to back (for callers that need no pipelining).
 pub async fn handle(req: ProduceRequest, version: i16, b: &Broker) -> Option<ProduceResponse> {
-    complete(append(req, version, b)).await
+    complete(append(req, version, b).await).await
 }
 
 /// Kafka's `ProduceRequest.validateRecords` (v3+): a partition's records
@@ -346,6 +479,7 @@ fn checked_append(
     records: Option<&[u8]>,
     acks: i16,
     version: i16,
+    origin: AppendOrigin,
 ) -> Appended {
     if let Some(message) = precheck(records) {
         return Appended {
@@ -353,7 +487,7 @@ fn checked_append(
             wait_for: None,
         };
     }
-    let mut appended = append_partition(log, index, records, acks, version);
+    let mut appended = append_partition(log, index, records, acks, version, origin);
     let r = &mut appended.response;
     if r.error_code != 0 && reports_log_start(r.error_code) {
         r.log_start_offset = log.log_start_offset();
@@ -367,6 +501,7 @@ fn append_partition(
     records: Option<&[u8]>,
     acks: i16,
     version: i16,
+    origin: AppendOrigin,
 ) -> Appended {
     let fail = |e: ResponseError, m: String| Appended {
         response: error(index, e, m, version),
@@ -458,7 +593,7 @@ fn append_partition(
             );
         }
     }
-    match log.append(records, &headers) {
+    match log.append_from(records, &headers, origin) {
         Ok(info) => {
             let mut p = PartitionProduceResponse::default();
             p.index = index;
@@ -488,6 +623,11 @@ fn append_partition(
                 SequenceError::InvalidTxnState => (
                     ResponseError::InvalidTxnState,
                     "a non-transactional batch from a producer with an open transaction"
+                        .to_string(),
+                ),
+                SequenceError::NotInTransaction => (
+                    ResponseError::InvalidTxnState,
+                    "Record was not part of an ongoing transaction (its transaction ended while the partition was verified)"
                         .to_string(),
                 ),
                 SequenceError::CoordinatorFenced { current, got } => (

@@ -60,23 +60,21 @@ async fn add_partitions_one(
     let unknown =
         |t: &str, p: i32| b.logs.partition(t, p).is_none() && snap.partition(t, p).is_none();
     let any_unknown = wanted.iter().any(|(t, p)| unknown(t, *p));
+    // KIP-890: the partitions must already be in the open transaction
+    // (a partition leader asks before a producer's first write there).
+    let mut verified: Option<Vec<bool>> = None;
     let common = if let Err(e) = b.txns.check_coordinator(id) {
         Some(result_code(Err(e), version, 2))
     } else if any_unknown {
         None
     } else if verify_only {
-        // KIP-890: the partitions must already be in the open transaction.
-        let ok = b.txns.describe(id).is_some_and(|m| {
-            m.producer_id == producer_id
-                && m.producer_epoch == epoch
-                && m.state == TxnState::Ongoing
-                && wanted.iter().all(|p| m.partitions.contains(p))
-        });
-        Some(if ok {
-            0
-        } else {
-            ResponseError::InvalidTxnState.code()
-        })
+        match b.txns.verify_partitions(id, producer_id, epoch, &wanted) {
+            Ok(v) => {
+                verified = Some(v);
+                None
+            }
+            Err(e) => Some(result_code(Err(e), version, 2)),
+        }
     } else {
         Some(result_code(
             b.txns.add_partitions(id, producer_id, epoch, wanted).await,
@@ -84,6 +82,7 @@ async fn add_partitions_one(
             2,
         ))
     };
+    let mut verified = verified.map(|v| v.into_iter());
     topics
         .into_iter()
         .map(|t| {
@@ -95,10 +94,17 @@ async fn add_partitions_one(
                 .map(|p| {
                     let mut pr = AddPartitionsToTxnPartitionResult::default();
                     pr.partition_index = *p;
-                    pr.partition_error_code = match common {
-                        Some(c) => c,
-                        None if unknown(&name, *p) => ResponseError::UnknownTopicOrPartition.code(),
-                        None => ResponseError::OperationNotAttempted.code(),
+                    pr.partition_error_code = match (common, verified.as_mut()) {
+                        (Some(c), _) => c,
+                        // In `wanted`'s order, which is this one.
+                        (None, Some(v)) => match v.next() {
+                            Some(true) => 0,
+                            _ => ResponseError::InvalidTxnState.code(),
+                        },
+                        (None, None) if unknown(&name, *p) => {
+                            ResponseError::UnknownTopicOrPartition.code()
+                        }
+                        (None, None) => ResponseError::OperationNotAttempted.code(),
                     };
                     pr
                 })
