@@ -2,7 +2,7 @@
 # Apache Kafka and Strata side by side in one run (issue 34): alternating
 # rounds, medians per system and the ratio Strata / Kafka per metric.
 #   benches/vs_kafka.sh --quick     # CI-size, about 15-30 minutes on 2 cores
-#   benches/vs_kafka.sh             # the full run (1 GiB phases, 4 GiB restart, 5 rounds), ~45 min
+#   benches/vs_kafka.sh             # the full run (1 GiB phases, 4 GiB restart, 5 rounds), ~20 min
 #   benches/vs_kafka.sh --tiny      # a few MB, one round: checks the harness
 #   benches/vs_kafka.sh --durability fsync --quick   # Kafka also fsyncs before acknowledging
 #   benches/vs_kafka.sh --help      # what is measured, every option

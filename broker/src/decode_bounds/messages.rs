@@ -1163,7 +1163,7 @@ const DESCRIBE_GROUPS_REQUEST__DESCRIBE_GROUPS_REQUEST: &[F] = &[
 ];
 pub static DESCRIBE_GROUPS_REQUEST: Message = Message {
     name: "DescribeGroupsRequest",
-    valid: V(0, 5),
+    valid: V(0, 6),
     flexible_from: 5,
     fields: DESCRIBE_GROUPS_REQUEST__DESCRIBE_GROUPS_REQUEST,
 };
