@@ -418,15 +418,6 @@ impl ProducerStateManager {
         self.ongoing.len()
     }
 
-    /// Forgets producers whose last write is older than `cutoff_ms`
-    /// (`producer.id.expiration.ms`); never one with an open transaction.
-    pub fn expire(&mut self, cutoff_ms: i64) -> usize {
-        let before = self.producers.len();
-        self.producers
-            .retain(|_, e| e.last_timestamp >= cutoff_ms || e.current_txn_first_offset.is_some());
-        before - self.producers.len()
-    }
-
     fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(16 + self.producers.len() * 64);
         out.extend_from_slice(&SNAPSHOT_VERSION.to_be_bytes());
