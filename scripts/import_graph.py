@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The import graph of each workspace crate: which source file uses which.
 
-    scripts/import_graph.py            # report loops; exit 1 if any
+    scripts/import_graph.py            # report loops and layering violations; exit 1 if any
     scripts/import_graph.py --dot      # the graph, in Graphviz dot
 
 A file imports another when it names an item through `crate::a::b`,
@@ -9,7 +9,8 @@ A file imports another when it names an item through `crate::a::b`,
 to the file that defines module `a::b`. `mod.rs`/`lib.rs` re-exports are
 edges too. Test modules (`*_tests.rs`, `tests.rs`, `#[cfg(test)] mod
 tests` blocks) are left out: a test may reach anywhere. The test command
-runs this and fails on a loop (docs/architecture.md)."""
+runs this and fails on a loop (docs/architecture.md) or on a file importing
+what its layer may not (LAYERS, docs/partition-layer.md)."""
 
 import re
 import sys
@@ -118,11 +119,38 @@ def is_parent_module(a: Path, b: Path) -> bool:
         (a.name in ("mod.rs",) and b.parent.parent == a.parent and b.name == "mod.rs")
 
 
+# Layering rules (docs/partition-layer.md): files of a crate that must not
+# import modules of it, with why. Grows as the partition layer takes over
+# the handlers.
+LAYERS = [
+    ("broker", ["server/handlers/produce.rs"], ["log", "log_manager"],
+     "a handler reaches partitions through crate::partition, never the log"),
+]
+
+
+def layering(crate: str, edges: dict[Path, set[Path]]) -> list[str]:
+    src = ROOT / crate / "src"
+    out = []
+    for c, files, banned, why in LAYERS:
+        if c != crate:
+            continue
+        for name in files:
+            f = src / name
+            for t in sorted(edges.get(f, ())):
+                top = t.relative_to(src).parts[0].removesuffix(".rs")
+                if top in banned:
+                    out.append(f"{crate}: {f.relative_to(ROOT)} imports {t.relative_to(ROOT)}: {why}")
+    return out
+
+
 def main():
     dot = "--dot" in sys.argv
     found = 0
     for crate in CRATES:
         edges = graph(crate)
+        for violation in layering(crate, edges):
+            found += 1
+            print(violation)
         # A module's own mod.rs re-exporting its children is not a loop
         # worth reporting: drop parent -> child edges.
         pruned = {f: {t for t in ts if not is_parent_module(f, t)} for f, ts in edges.items()}
@@ -142,7 +170,7 @@ def main():
                     if b in comp:
                         print(f"    {a.relative_to(ROOT)} -> {b.relative_to(ROOT)}")
     if not dot:
-        print(f"{found} import loop(s) in {len(CRATES)} crates")
+        print(f"{found} import loop(s) or layering violation(s) in {len(CRATES)} crates")
     return 1 if found else 0
 
 

@@ -589,10 +589,18 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         max_request_bytes: config.i32("socket.request.max.bytes").max(1024) as usize,
         remote: remote.clone(),
         dynamic,
-        txn_verifier: Arc::new(strata_broker::txn::verification::TxnVerifier::new(
+        replicas: Arc::new(strata_broker::partition::ReplicaManager::new(
             config.node_id(),
-            config.bool("transaction.partition.verification.enable"),
-            std::time::Duration::from_millis(config.i64("offsets.commit.timeout.ms").max(1) as u64),
+            logs.clone(),
+            cluster.clone(),
+            txns.clone(),
+            strata_broker::txn::verification::TxnVerifier::new(
+                config.node_id(),
+                config.bool("transaction.partition.verification.enable"),
+                std::time::Duration::from_millis(
+                    config.i64("offsets.commit.timeout.ms").max(1) as u64
+                ),
+            ),
         )),
     });
     logs.start_background();

@@ -47,9 +47,9 @@ pub struct Broker {
     pub remote: Option<Arc<TieredStorage>>,
     /// Membership, the controller, and the view of the other brokers.
     pub cluster: Arc<Cluster>,
-    /// KIP-890: asks the transaction coordinator before a producer's
-    /// first transactional write to a partition this broker leads.
-    pub txn_verifier: Arc<crate::txn::verification::TxnVerifier>,
+    /// The layer between the handlers and the partitions' logs (so far
+    /// for Produce; `docs/partition-layer.md`).
+    pub replicas: Arc<crate::partition::ReplicaManager>,
 }
 
 impl Broker {
@@ -76,69 +76,16 @@ impl Broker {
         }
         brokers
     }
-    /// Why this broker must not serve `topic`-`partition` as its leader:
-    /// the cluster store names another leader, or none. None when it is
-    /// the leader, or (a single broker) the store does not know the
-    /// partition yet.
+    /// Why this broker must not serve `topic`-`partition` as its leader
+    /// ([`crate::partition::ReplicaManager::not_leader`]).
     pub fn not_leader(&self, topic: &str, partition: i32) -> Option<ResponseError> {
-        let snap = self.cluster.view.snapshot();
-        let Some(entry) = snap.partition(topic, partition) else {
-            // A cluster serves only what its store holds; a single
-            // broker's store mirrors its logs a moment after they change.
-            return self
-                .cluster
-                .clustered
-                .then_some(ResponseError::UnknownTopicOrPartition);
-        };
-        if entry.state.leader != self.node_id {
-            return Some(ResponseError::NotLeaderOrFollower);
-        }
-        // Named leader, but the log does not lead yet (the replica manager
-        // applies the change a moment later): the client retries.
-        if self
-            .logs
-            .partition(topic, partition)
-            .is_some_and(|l| !l.is_leader())
-        {
-            return Some(ResponseError::NotLeaderOrFollower);
-        }
-        if self.cluster.clustered {
-            // A broker that lost its registration leads nothing, and a
-            // local log of a deleted namesake is not the cluster's topic.
-            if !self.cluster.is_registered() {
-                return Some(ResponseError::NotLeaderOrFollower);
-            }
-            let local = self.logs.topic(topic).map(|t| t.id);
-            if snap.topic(topic).map(|t| t.record.id) != local {
-                return Some(ResponseError::NotLeaderOrFollower);
-            }
-        }
-        None
+        self.replicas.not_leader(topic, partition)
     }
     /// Why this broker must not serve a consumer's read of
-    /// `topic`-`partition` (KIP-392, Fetch v11+): as [`Self::not_leader`],
-    /// but an in-sync follower of the store's current leadership may serve
-    /// too (up to its own high watermark). A follower outside the ISR
-    /// refuses, so a consumer sent to it goes back to the leader rather
-    /// than read a lagging copy.
+    /// `topic`-`partition`
+    /// ([`crate::partition::ReplicaManager::not_readable_here`]).
     pub fn not_readable_here(&self, topic: &str, partition: i32) -> Option<ResponseError> {
-        let refused = self.not_leader(topic, partition)?;
-        if refused != ResponseError::NotLeaderOrFollower || !self.cluster.clustered {
-            return Some(refused);
-        }
-        let snap = self.cluster.view.snapshot();
-        let follows = snap.partition(topic, partition).is_some_and(|e| {
-            let s = &e.state;
-            s.leader >= 0
-                && s.leader != self.node_id
-                && s.isr.contains(&self.node_id)
-                && self.cluster.is_registered()
-                && snap.topic(topic).map(|t| t.record.id) == self.logs.topic(topic).map(|t| t.id)
-                && self.logs.partition(topic, partition).is_some_and(|l| {
-                    l.following() == Some(s.leader) && l.leader_epoch() == s.leader_epoch
-                })
-        });
-        (!follows).then_some(refused)
+        self.replicas.not_readable_here(topic, partition)
     }
     /// A topic's config overrides as the cluster knows them (a single
     /// broker: its data directory's; a cluster: the store's, also for

@@ -68,7 +68,15 @@ async fn broker(dir: &std::path::Path) -> Broker {
         .await
         .unwrap(),
     );
+    let replicas = Arc::new(crate::partition::ReplicaManager::new(
+        0,
+        logs.clone(),
+        cluster.clone(),
+        txns.clone(),
+        crate::txn::verification::TxnVerifier::new(0, true, std::time::Duration::from_secs(5)),
+    ));
     Broker {
+        replicas,
         producer_ids,
         txns,
         logs,
@@ -81,11 +89,6 @@ async fn broker(dir: &std::path::Path) -> Broker {
         advertised_port: 9092,
         max_request_bytes: 1 << 20,
         cluster,
-        txn_verifier: Arc::new(crate::txn::verification::TxnVerifier::new(
-            0,
-            true,
-            std::time::Duration::from_secs(5),
-        )),
     }
 }
 

@@ -1,0 +1,153 @@
+//! The replica manager (Kafka's `ReplicaManager`): the layer between the
+//! Kafka handlers and the partitions' logs. A handler decodes a request,
+//! calls this layer and encodes what it answers; the rules of serving a
+//! partition live here: who leads it, what a produced batch must be, when
+//! a transactional write is verified, and which Kafka error a failure is
+//! (`errors.rs`, one table). `docs/partition-layer.md` has the plan this is
+//! the first step of (Produce); the other APIs still reach the log from
+//! their handlers.
+//!
+//! - `append.rs`: Produce's appends (`append_records`), in two phases so a
+//!   connection appends pipelined requests in order while their acks waits
+//!   overlap;
+//! - `errors.rs`: log, sequence and validation errors as Kafka codes.
+
+pub mod append;
+pub mod errors;
+
+use std::sync::Arc;
+
+use kafka_protocol::ResponseError;
+
+use crate::cluster::records::BrokerRegistration;
+use crate::cluster::Cluster;
+use crate::log_manager::LogManager;
+use crate::txn::verification::TxnVerifier;
+use crate::txn::{TransactionCoordinator, TRANSACTION_STATE_TOPIC};
+
+pub use append::{AppendOutcome, AppendRequest, PendingAppend};
+pub use errors::AppendFailure;
+
+#[derive(Debug)]
+pub struct ReplicaManager {
+    node_id: i32,
+    logs: Arc<LogManager>,
+    cluster: Arc<Cluster>,
+    txns: Arc<TransactionCoordinator>,
+    /// KIP-890: asks the transaction coordinator before a producer's
+    /// first transactional write to a partition this broker leads.
+    verifier: TxnVerifier,
+}
+
+impl ReplicaManager {
+    pub fn new(
+        node_id: i32,
+        logs: Arc<LogManager>,
+        cluster: Arc<Cluster>,
+        txns: Arc<TransactionCoordinator>,
+        verifier: TxnVerifier,
+    ) -> Self {
+        ReplicaManager {
+            node_id,
+            logs,
+            cluster,
+            txns,
+            verifier,
+        }
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.node_id
+    }
+
+    /// Why this broker must not serve `topic`-`partition` as its leader:
+    /// the cluster store names another leader, or none. None when it is
+    /// the leader, or (a single broker) the store does not know the
+    /// partition yet.
+    pub fn not_leader(&self, topic: &str, partition: i32) -> Option<ResponseError> {
+        let snap = self.cluster.view.snapshot();
+        let Some(entry) = snap.partition(topic, partition) else {
+            // A cluster serves only what its store holds; a single
+            // broker's store mirrors its logs a moment after they change.
+            return self
+                .cluster
+                .clustered
+                .then_some(ResponseError::UnknownTopicOrPartition);
+        };
+        if entry.state.leader != self.node_id {
+            return Some(ResponseError::NotLeaderOrFollower);
+        }
+        // Named leader, but the log does not lead yet (the replica manager
+        // applies the change a moment later): the client retries.
+        if self
+            .logs
+            .partition(topic, partition)
+            .is_some_and(|l| !l.is_leader())
+        {
+            return Some(ResponseError::NotLeaderOrFollower);
+        }
+        if self.cluster.clustered {
+            // A broker that lost its registration leads nothing, and a
+            // local log of a deleted namesake is not the cluster's topic.
+            if !self.cluster.is_registered() {
+                return Some(ResponseError::NotLeaderOrFollower);
+            }
+            let local = self.logs.topic(topic).map(|t| t.id);
+            if snap.topic(topic).map(|t| t.record.id) != local {
+                return Some(ResponseError::NotLeaderOrFollower);
+            }
+        }
+        None
+    }
+
+    /// Why this broker must not serve a consumer's read of
+    /// `topic`-`partition` (KIP-392, Fetch v11+): as [`Self::not_leader`],
+    /// but an in-sync follower of the store's current leadership may serve
+    /// too (up to its own high watermark). A follower outside the ISR
+    /// refuses, so a consumer sent to it goes back to the leader rather
+    /// than read a lagging copy.
+    pub fn not_readable_here(&self, topic: &str, partition: i32) -> Option<ResponseError> {
+        let refused = self.not_leader(topic, partition)?;
+        if refused != ResponseError::NotLeaderOrFollower || !self.cluster.clustered {
+            return Some(refused);
+        }
+        let snap = self.cluster.view.snapshot();
+        let follows = snap.partition(topic, partition).is_some_and(|e| {
+            let s = &e.state;
+            s.leader >= 0
+                && s.leader != self.node_id
+                && s.isr.contains(&self.node_id)
+                && self.cluster.is_registered()
+                && snap.topic(topic).map(|t| t.record.id) == self.logs.topic(topic).map(|t| t.id)
+                && self.logs.partition(topic, partition).is_some_and(|l| {
+                    l.following() == Some(s.leader) && l.leader_epoch() == s.leader_epoch
+                })
+        });
+        (!follows).then_some(refused)
+    }
+
+    /// The broker leading transactional id `id`'s `__transaction_state`
+    /// partition, as the store says (where a verification goes when this
+    /// broker does not coordinate `id`).
+    fn transaction_coordinator(&self, id: &str) -> Result<BrokerRegistration, String> {
+        let snap = self.cluster.view.snapshot();
+        let Some(t) = snap.topic(TRANSACTION_STATE_TOPIC) else {
+            return Err(format!("{TRANSACTION_STATE_TOPIC} does not exist yet"));
+        };
+        let p = crate::group::records::partition_for(id, t.record.partitions);
+        let leader = snap
+            .partition(TRANSACTION_STATE_TOPIC, p)
+            .map(|e| e.state.leader)
+            .unwrap_or(-1);
+        if leader < 0 {
+            return Err(format!("{TRANSACTION_STATE_TOPIC}-{p} has no leader"));
+        }
+        self.cluster
+            .live_brokers()
+            .into_iter()
+            .find(|r| r.node_id == leader)
+            .ok_or_else(|| {
+                format!("the leader of {TRANSACTION_STATE_TOPIC}-{p} (broker {leader}) is not live")
+            })
+    }
+}
