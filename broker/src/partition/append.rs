@@ -209,8 +209,9 @@ impl ReplicaManager {
         entries: &[(String, i32, Option<Bytes>)],
     ) -> HashMap<(String, i32), Verdict> {
         let mut verdicts = HashMap::new();
-        let mut pending: BTreeMap<(i64, i16), Vec<((String, i32), Arc<PartitionLog>, u64)>> =
-            BTreeMap::new();
+        // (producer id, epoch) -> the partitions to ask about, each with its
+        // log and verification guard.
+        let mut pending: BTreeMap<(i64, i16), Vec<Guarded>> = BTreeMap::new();
         let id = transactional_id.filter(|t| !t.is_empty());
         for (topic, partition, records) in entries {
             let Some((pid, epoch)) = transactional_producer(records.as_deref()) else {
@@ -282,6 +283,10 @@ impl ReplicaManager {
 /// What KIP-890 verification decided for one partition's transactional
 /// batch: append with this origin, or refuse.
 type Verdict = Result<AppendOrigin, AppendFailure>;
+
+/// A partition awaiting verification: (topic, partition), its log and the
+/// guard's token.
+type Guarded = ((String, i32), Arc<PartitionLog>, u64);
 
 /// An append that went through: its answer and, for acks=all, the log,
 /// the end offset to wait for and the leader epoch appended at.

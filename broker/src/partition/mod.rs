@@ -126,28 +126,38 @@ impl ReplicaManager {
         (!follows).then_some(refused)
     }
 
-    /// The broker leading transactional id `id`'s `__transaction_state`
-    /// partition, as the store says (where a verification goes when this
-    /// broker does not coordinate `id`).
-    fn transaction_coordinator(&self, id: &str) -> Result<BrokerRegistration, String> {
+    /// The broker coordinating `key` in internal topic `topic`
+    /// (`__consumer_offsets` for a group, `__transaction_state` for a
+    /// transactional id): the leader of the key's partition, as the store
+    /// says, among `live`. Err explains why there is none right now.
+    pub fn coordinator_for(
+        &self,
+        topic: &str,
+        key: &str,
+        live: Vec<BrokerRegistration>,
+    ) -> Result<BrokerRegistration, String> {
         let snap = self.cluster.view.snapshot();
-        let Some(t) = snap.topic(TRANSACTION_STATE_TOPIC) else {
-            return Err(format!("{TRANSACTION_STATE_TOPIC} does not exist yet"));
+        let Some(t) = snap.topic(topic) else {
+            return Err(format!(
+                "{topic} does not exist yet (the controller creates it once enough brokers are live for its replication factor)"
+            ));
         };
-        let p = crate::group::records::partition_for(id, t.record.partitions);
+        let p = crate::group::records::partition_for(key, t.record.partitions);
         let leader = snap
-            .partition(TRANSACTION_STATE_TOPIC, p)
+            .partition(topic, p)
             .map(|e| e.state.leader)
             .unwrap_or(-1);
         if leader < 0 {
-            return Err(format!("{TRANSACTION_STATE_TOPIC}-{p} has no leader"));
+            return Err(format!("{topic}-{p} has no leader"));
         }
-        self.cluster
-            .live_brokers()
-            .into_iter()
+        live.into_iter()
             .find(|r| r.node_id == leader)
-            .ok_or_else(|| {
-                format!("the leader of {TRANSACTION_STATE_TOPIC}-{p} (broker {leader}) is not live")
-            })
+            .ok_or_else(|| format!("the leader of {topic}-{p} (broker {leader}) is not live"))
+    }
+
+    /// Where a verification goes when this broker does not coordinate
+    /// transactional id `id`.
+    fn transaction_coordinator(&self, id: &str) -> Result<BrokerRegistration, String> {
+        self.coordinator_for(TRANSACTION_STATE_TOPIC, id, self.cluster.live_brokers())
     }
 }

@@ -6,7 +6,11 @@
 //! bounded memory.
 //!
 //! It owns one socket and its framing; it never decides what to ask.
+//! [`BrokerClientPool`] keeps one such connection per broker for callers
+//! that send now and then (transaction markers, transaction verification).
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -153,6 +157,76 @@ impl BrokerClient {
             );
         }
         Ok(response)
+    }
+}
+
+/// One connection per broker, opened on first use, used one request at a
+/// time (requests to different brokers go in parallel), and dropped after
+/// an error so the next request reconnects.
+#[derive(Debug)]
+pub struct BrokerClientPool {
+    client_id: String,
+    max_response_bytes: usize,
+    connect_timeout: Duration,
+    clients: std::sync::Mutex<HashMap<i32, Arc<tokio::sync::Mutex<Option<BrokerClient>>>>>,
+}
+
+/// Why a pooled request got no answer.
+#[derive(Debug, Error)]
+pub enum PoolError {
+    /// The broker's address is unknown (`address` said why).
+    #[error("{0}")]
+    NoAddress(String),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+}
+
+impl BrokerClientPool {
+    pub fn new(client_id: String, max_response_bytes: usize, connect_timeout: Duration) -> Self {
+        BrokerClientPool {
+            client_id,
+            max_response_bytes,
+            connect_timeout,
+            clients: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Sends `req` at `version` to broker `node` and waits up to `timeout`
+    /// for the answer. `address` (host, port) is asked only to connect.
+    pub async fn send<R: Request>(
+        &self,
+        node: i32,
+        address: impl FnOnce() -> Result<(String, i32), String>,
+        req: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<R::Response, PoolError> {
+        let slot = self
+            .clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(node)
+            .or_default()
+            .clone();
+        let mut slot = slot.lock().await;
+        let mut client = match slot.take() {
+            Some(c) => c,
+            None => {
+                let (host, port) = address().map_err(PoolError::NoAddress)?;
+                BrokerClient::connect(
+                    node,
+                    &host,
+                    port,
+                    self.client_id.clone(),
+                    self.max_response_bytes,
+                    self.connect_timeout,
+                )
+                .await?
+            }
+        };
+        let resp = client.send(req, version, timeout).await?;
+        *slot = Some(client);
+        Ok(resp)
     }
 }
 

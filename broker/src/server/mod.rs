@@ -106,24 +106,8 @@ impl Broker {
     /// transactional id): the leader of the key's partition, as the store
     /// says. Err explains why there is none right now.
     pub fn coordinator_for(&self, topic: &str, key: &str) -> Result<BrokerRegistration, String> {
-        let snap = self.cluster.view.snapshot();
-        let Some(t) = snap.topic(topic) else {
-            return Err(format!(
-                "{topic} does not exist yet (the controller creates it once enough brokers are live for its replication factor)"
-            ));
-        };
-        let p = crate::group::records::partition_for(key, t.record.partitions);
-        let leader = snap
-            .partition(topic, p)
-            .map(|e| e.state.leader)
-            .unwrap_or(-1);
-        if leader < 0 {
-            return Err(format!("{topic}-{p} has no leader"));
-        }
-        self.live_brokers()
-            .into_iter()
-            .find(|r| r.node_id == leader)
-            .ok_or_else(|| format!("the leader of {topic}-{p} (broker {leader}) is not live"))
+        self.replicas
+            .coordinator_for(topic, key, self.live_brokers())
     }
     /// The controller's node id, -1 while there is none.
     pub fn controller_id(&self) -> i32 {

@@ -8,8 +8,7 @@
 //!
 //! It routes and sends; it never decides a transaction's outcome.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kafka_protocol::messages::write_txn_markers_request::{
@@ -18,10 +17,9 @@ use kafka_protocol::messages::write_txn_markers_request::{
 use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersRequest};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
-use tokio::sync::Mutex;
 
 use crate::cluster::view::ClusterView;
-use crate::replication::client::BrokerClient;
+use crate::replication::client::BrokerClientPool;
 
 /// WriteTxnMarkers v1 (flexible, as Kafka 3.9 brokers send it).
 const WRITE_TXN_MARKERS_VERSION: i16 = 1;
@@ -69,7 +67,7 @@ pub struct TxnMarkerChannel {
     timeout: Duration,
     /// One connection per leader broker; markers to one broker go one
     /// request at a time, to different brokers in parallel.
-    clients: std::sync::Mutex<HashMap<i32, Arc<Mutex<Option<BrokerClient>>>>>,
+    clients: BrokerClientPool,
 }
 
 impl TxnMarkerChannel {
@@ -80,7 +78,11 @@ impl TxnMarkerChannel {
             view,
             me,
             timeout,
-            clients: std::sync::Mutex::new(HashMap::new()),
+            clients: BrokerClientPool::new(
+                format!("strata-txn-markers-{me}"),
+                MAX_RESPONSE_BYTES,
+                timeout,
+            ),
         }
     }
 
@@ -125,46 +127,25 @@ impl TxnMarkerChannel {
         let mut req = WriteTxnMarkersRequest::default();
         req.markers = vec![m];
 
-        let slot = self
-            .clients
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(broker)
-            .or_default()
-            .clone();
-        let mut slot = slot.lock().await;
-        let client = match slot.take() {
-            Some(c) => c,
-            None => {
-                let Some(reg) = self
-                    .view
-                    .snapshot()
-                    .brokers
-                    .get(&broker)
-                    .map(|b| b.registration.clone())
-                else {
-                    return Err(SendError::Retry(format!("broker {broker} is not live")));
-                };
-                BrokerClient::connect(
-                    broker,
-                    &reg.host,
-                    reg.port,
-                    format!("strata-txn-markers-{}", self.me),
-                    MAX_RESPONSE_BYTES,
-                    self.timeout,
-                )
-                .await
-                .map_err(|e| SendError::Retry(e.to_string()))?
-            }
-        };
-        let mut client = client;
         // The leader waits up to its commit timeout before answering.
-        let resp = client
-            .send(&req, WRITE_TXN_MARKERS_VERSION, self.timeout * 2)
+        let view = &self.view;
+        let resp = self
+            .clients
+            .send(
+                broker,
+                || {
+                    view.snapshot()
+                        .brokers
+                        .get(&broker)
+                        .map(|b| (b.registration.host.clone(), b.registration.port))
+                        .ok_or_else(|| format!("broker {broker} is not live"))
+                },
+                &req,
+                WRITE_TXN_MARKERS_VERSION,
+                self.timeout * 2,
+            )
             .await
             .map_err(|e| SendError::Retry(e.to_string()))?;
-        *slot = Some(client);
-        drop(slot);
         let mut failed = Vec::new();
         for r in resp.markers {
             for t in r.topics {

@@ -12,7 +12,6 @@
 //! marker racing the answer lives in the partition's producer state.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::messages::add_partitions_to_txn_request::{
@@ -21,11 +20,10 @@ use kafka_protocol::messages::add_partitions_to_txn_request::{
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, ProducerId, TopicName, TransactionalId};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
-use tokio::sync::Mutex;
 
 use super::TransactionCoordinator;
 use crate::cluster::records::BrokerRegistration;
-use crate::replication::client::BrokerClient;
+use crate::replication::client::BrokerClientPool;
 
 /// AddPartitionsToTxn v4: the first version with `verify_only` (brokers
 /// only).
@@ -43,7 +41,7 @@ pub struct TxnVerifier {
     enabled: bool,
     timeout: Duration,
     /// One connection per coordinator broker, one request at a time.
-    clients: std::sync::Mutex<HashMap<i32, Arc<Mutex<Option<BrokerClient>>>>>,
+    clients: BrokerClientPool,
 }
 
 impl TxnVerifier {
@@ -54,7 +52,11 @@ impl TxnVerifier {
             me,
             enabled,
             timeout,
-            clients: std::sync::Mutex::new(HashMap::new()),
+            clients: BrokerClientPool::new(
+                format!("strata-txn-verify-{me}"),
+                MAX_RESPONSE_BYTES,
+                timeout,
+            ),
         }
     }
 
@@ -139,33 +141,17 @@ impl TxnVerifier {
         let mut req = AddPartitionsToTxnRequest::default();
         req.transactions = vec![t];
 
-        let slot = self
+        let resp = self
             .clients
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(node.node_id)
-            .or_default()
-            .clone();
-        let mut slot = slot.lock().await;
-        let mut client = match slot.take() {
-            Some(c) => c,
-            None => BrokerClient::connect(
+            .send(
                 node.node_id,
-                &node.host,
-                node.port,
-                format!("strata-txn-verify-{}", self.me),
-                MAX_RESPONSE_BYTES,
+                || Ok((node.host.clone(), node.port)),
+                &req,
+                VERIFY_VERSION,
                 self.timeout,
             )
             .await
-            .map_err(|e| e.to_string())?,
-        };
-        let resp = client
-            .send(&req, VERIFY_VERSION, self.timeout)
-            .await
             .map_err(|e| e.to_string())?;
-        *slot = Some(client);
-        drop(slot);
         if resp.error_code != 0 {
             return Ok(vec![resp.error_code; partitions.len()]);
         }
@@ -240,26 +226,29 @@ mod tests {
     #[test]
     fn refusals_map_as_kafkas_replica_manager() {
         assert!(refusal(0, 1).is_ok());
-        let code = |c: ResponseError| refusal(c.code(), 1).unwrap_err().0;
-        assert_eq!(
-            code(ResponseError::ProducerFenced),
-            ResponseError::InvalidProducerEpoch
-        );
-        assert_eq!(
-            code(ResponseError::InvalidTxnState),
-            ResponseError::InvalidTxnState
-        );
-        assert_eq!(
-            code(ResponseError::ConcurrentTransactions),
-            ResponseError::NotEnoughReplicas
-        );
-        assert_eq!(
-            code(ResponseError::NotCoordinator),
-            ResponseError::NotEnoughReplicas
-        );
-        assert_eq!(
-            code(ResponseError::InvalidProducerIdMapping),
-            ResponseError::InvalidProducerIdMapping
-        );
+        for (from, to) in [
+            (
+                ResponseError::ProducerFenced,
+                ResponseError::InvalidProducerEpoch,
+            ),
+            (
+                ResponseError::InvalidTxnState,
+                ResponseError::InvalidTxnState,
+            ),
+            (
+                ResponseError::ConcurrentTransactions,
+                ResponseError::NotEnoughReplicas,
+            ),
+            (
+                ResponseError::NotCoordinator,
+                ResponseError::NotEnoughReplicas,
+            ),
+            (
+                ResponseError::InvalidProducerIdMapping,
+                ResponseError::InvalidProducerIdMapping,
+            ),
+        ] {
+            assert_eq!(refusal(from.code(), 1).unwrap_err().0, to, "{from:?}");
+        }
     }
 }
