@@ -210,11 +210,19 @@ func TestKadmSmoke(t *testing.T) {
 	s.step(t, "list_topics", []string{"create_topics"}, func(t *testing.T) {
 		ctx := ctxT(t)
 		needID(t)
-		all, err := adm.ListTopics(ctx)
-		must(t, "ListTopics", err)
-		if !all.Has(s.t1) || !all.Has(s.t2) {
-			t.Errorf("ListTopics lacks %s or %s: %v", s.t1, s.t2, all.Names())
-		}
+		// Kafka's Admin contract: a created topic may take a moment to
+		// reach every broker's metadata, so the listing is polled (CI saw
+		// one empty listing 3 ms after CreateTopics answered).
+		eventually(t, "ListTopics shows both created topics", 10*time.Second, func() error {
+			all, err := adm.ListTopics(ctx)
+			if err != nil {
+				return err
+			}
+			if !all.Has(s.t1) || !all.Has(s.t2) {
+				return fmt.Errorf("ListTopics lacks %s or %s: %v", s.t1, s.t2, all.Names())
+			}
+			return nil
+		})
 		td, err := adm.ListTopics(ctx, s.t1)
 		must(t, "ListTopics t1", err)
 		d := td[s.t1]
