@@ -210,9 +210,12 @@ func TestKadmSmoke(t *testing.T) {
 	s.step(t, "list_topics", []string{"create_topics"}, func(t *testing.T) {
 		ctx := ctxT(t)
 		needID(t)
-		// Kafka's Admin contract: a created topic may take a moment to
-		// reach every broker's metadata, so the listing is polled (CI saw
-		// one empty listing 3 ms after CreateTopics answered).
+		// kadm answers ListTopics from kgo's metadata cache
+		// (RequestCachedMetadata, MetadataMinAge: 5 s), which the
+		// describe_cluster step may have filled before the topics existed
+		// (CI saw one empty listing 3 ms after CreateTopics answered; the
+		// broker had both). Kafka's Admin contract also lets a new topic
+		// take a moment to reach every broker. So the listing is polled.
 		eventually(t, "ListTopics shows both created topics", 10*time.Second, func() error {
 			all, err := adm.ListTopics(ctx)
 			if err != nil {
