@@ -590,8 +590,8 @@ impl PartitionLog {
 
     /// KIP-890, before a producer's transactional write: None when its
     /// transaction is already open here at `epoch` (no verification
-    /// needed), else the token of a new verification guard, which a marker
-    /// for the producer revokes.
+    /// needed), else the token of the producer's verification guard (a
+    /// pending one is shared), which a marker for the producer revokes.
     pub fn begin_txn_verification(&self, producer_id: i64, epoch: i16) -> Option<u64> {
         static NEXT_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let mut inner = self.lock();
@@ -599,16 +599,10 @@ impl PartitionLog {
             return None;
         }
         let token = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        inner.producers.begin_verification(
+        Some(inner.producers.begin_verification(
             producer_id,
             super::producer_state::VerificationGuard { token, epoch },
-        );
-        Some(token)
-    }
-
-    /// Drops a guard whose verification failed.
-    pub fn end_txn_verification(&self, producer_id: i64, token: u64) {
-        self.lock().producers.end_verification(producer_id, token);
+        ))
     }
 
     /// Appends validated batches, assigning offsets. `records` must be the

@@ -429,6 +429,9 @@ fn a_transaction_opens_only_under_a_current_verification_guard() {
     let end = log.log_end_offset();
 
     let token = log.begin_txn_verification(9, 0).unwrap();
+    // A second verification of the producer (a retry, another
+    // connection) shares the pending guard rather than revoking it.
+    assert_eq!(log.begin_txn_verification(9, 0), Some(token));
     assert_eq!(
         verified(&transactional_batch(9, 0, 0), Some(token))
             .unwrap()

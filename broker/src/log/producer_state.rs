@@ -132,8 +132,9 @@ pub struct ProducerStateManager {
     /// marker for the producer removes its guard, so a verification that
     /// raced the end of its transaction cannot open a new one here (Kafka's
     /// `VerificationStateEntry`). At most one per producer id, dropped by
-    /// the append it allowed or the failure of its verification. Not part
-    /// of the durable state.
+    /// the append that opens the transaction or by a marker; a guard whose
+    /// verification failed stays until then (it admits only appends whose
+    /// own verification succeeded). Not part of the durable state.
     verifying: HashMap<i64, VerificationGuard>,
 }
 
@@ -188,21 +189,20 @@ impl ProducerStateManager {
             .is_some_and(|e| e.epoch == epoch && e.current_txn_first_offset.is_some())
     }
 
-    /// Starts a verification for `producer_id` (replacing an older one).
-    pub fn begin_verification(&mut self, producer_id: i64, guard: VerificationGuard) {
-        self.verifying.insert(producer_id, guard);
-    }
-
-    /// Drops `producer_id`'s guard if it is still `token` (a verification
-    /// that failed).
-    pub fn end_verification(&mut self, producer_id: i64, token: u64) {
-        if self
+    /// The guard of a verification for `producer_id` at `epoch`: the one
+    /// already pending (a retry, or a request on another connection,
+    /// shares it, as Kafka's `VerificationStateEntry`), else `fresh`.
+    pub fn begin_verification(&mut self, producer_id: i64, fresh: VerificationGuard) -> u64 {
+        let g = self
             .verifying
-            .get(&producer_id)
-            .is_some_and(|g| g.token == token)
-        {
-            self.verifying.remove(&producer_id);
-        }
+            .entry(producer_id)
+            .and_modify(|g| {
+                if g.epoch != fresh.epoch {
+                    *g = fresh;
+                }
+            })
+            .or_insert(fresh);
+        g.token
     }
 
     /// Kafka's check before a producer's transactional batch: either its

@@ -142,8 +142,8 @@ impl ReplicaManager {
         };
         let mut outcomes = Vec::with_capacity(entries.len());
         let mut waits = Vec::new();
-        for (topic, partition, records) in entries {
-            let verdict = verdicts.remove(&(topic.clone(), partition));
+        for (i, (topic, partition, records)) in entries.into_iter().enumerate() {
+            let verdict = verdicts.remove(&i);
             let appended = if !valid_acks {
                 Err(AppendFailure::new(
                     ResponseError::InvalidRequiredAcks,
@@ -174,6 +174,19 @@ impl ReplicaManager {
                     Some(log) => match verdict {
                         Some(Err(refusal)) => Err(refusal),
                         Some(Ok(origin)) => checked_append(&log, records.as_deref(), acks, origin),
+                        // Not asked about (this broker did not lead the
+                        // partition then): a transactional batch may only
+                        // continue a transaction already open here.
+                        None if self.verifier.enabled()
+                            && transactional_producer(records.as_deref()).is_some() =>
+                        {
+                            checked_append(
+                                &log,
+                                records.as_deref(),
+                                acks,
+                                AppendOrigin::VerifiedClient(None),
+                            )
+                        }
                         None => {
                             checked_append(&log, records.as_deref(), acks, AppendOrigin::Client)
                         }
@@ -201,31 +214,30 @@ impl ReplicaManager {
     /// KIP-890 part 1, before anything is appended: each partition this
     /// broker leads that would open a producer's transaction is checked
     /// with the transaction coordinator (Kafka's ReplicaManager with
-    /// `transaction.partition.verification.enable`). Partitions not in the
-    /// map append as a plain client's.
+    /// `transaction.partition.verification.enable`), keyed by the entry's
+    /// index (a request may name a partition twice).
     async fn verify_transactional(
         &self,
         transactional_id: Option<&str>,
         entries: &[(String, i32, Option<Bytes>)],
-    ) -> HashMap<(String, i32), Verdict> {
+    ) -> HashMap<usize, Verdict> {
         let mut verdicts = HashMap::new();
         // (producer id, epoch) -> the partitions to ask about, each with its
         // log and verification guard.
         let mut pending: BTreeMap<(i64, i16), Vec<Guarded>> = BTreeMap::new();
         let id = transactional_id.filter(|t| !t.is_empty());
-        for (topic, partition, records) in entries {
+        for (i, (topic, partition, records)) in entries.iter().enumerate() {
             let Some((pid, epoch)) = transactional_producer(records.as_deref()) else {
                 continue;
             };
             if crate::topic_name::is_coordinator_topic(topic) {
                 continue;
             }
-            let key = (topic.clone(), *partition);
             if id.is_none() {
                 // Kafka refuses transactional records without a
                 // transactional id as unauthorized for it.
                 verdicts.insert(
-                    key,
+                    i,
                     Err(AppendFailure::new(
                         ResponseError::TransactionalIdAuthorizationFailed,
                         "transactional records need the request's transactional id",
@@ -241,19 +253,20 @@ impl ReplicaManager {
             };
             match log.begin_txn_verification(pid, epoch) {
                 None => {
-                    verdicts.insert(key, Ok(AppendOrigin::VerifiedClient(None)));
+                    verdicts.insert(i, Ok(AppendOrigin::VerifiedClient(None)));
                 }
-                Some(token) => pending
-                    .entry((pid, epoch))
-                    .or_default()
-                    .push((key, log, token)),
+                Some(token) => pending.entry((pid, epoch)).or_default().push((
+                    i,
+                    (topic.clone(), *partition),
+                    token,
+                )),
             }
         }
         let Some(id) = id else {
             return verdicts;
         };
         for ((pid, epoch), parts) in pending {
-            let keys: Vec<(String, i32)> = parts.iter().map(|(k, _, _)| k.clone()).collect();
+            let keys: Vec<(String, i32)> = parts.iter().map(|(_, k, _)| k.clone()).collect();
             let answers = self
                 .verifier
                 .verify(
@@ -265,15 +278,12 @@ impl ReplicaManager {
                     &keys,
                 )
                 .await;
-            for ((key, log, token), answer) in parts.into_iter().zip(answers) {
+            for ((i, _, token), answer) in parts.into_iter().zip(answers) {
                 let verdict = match answer {
                     Ok(()) => Ok(AppendOrigin::VerifiedClient(Some(token))),
-                    Err((code, message)) => {
-                        log.end_txn_verification(pid, token);
-                        Err(AppendFailure::new(code, message))
-                    }
+                    Err((code, message)) => Err(AppendFailure::new(code, message)),
                 };
-                verdicts.insert(key, verdict);
+                verdicts.insert(i, verdict);
             }
         }
         verdicts
@@ -284,9 +294,9 @@ impl ReplicaManager {
 /// batch: append with this origin, or refuse.
 type Verdict = Result<AppendOrigin, AppendFailure>;
 
-/// A partition awaiting verification: (topic, partition), its log and the
-/// guard's token.
-type Guarded = ((String, i32), Arc<PartitionLog>, u64);
+/// A partition awaiting verification: the entry's index, (topic,
+/// partition) and the guard's token.
+type Guarded = (usize, (String, i32), u64);
 
 /// An append that went through: its answer and, for acks=all, the log,
 /// the end offset to wait for and the leader epoch appended at.

@@ -721,6 +721,29 @@ async fn transactional_produce_is_verified_with_the_coordinator() {
     )
     .await;
     assert_eq!(code, ResponseError::InvalidTxnState.code());
+    // Named twice in one request: neither copy gets past the refusal.
+    let mut req = ProduceRequest::default();
+    req.acks = 1;
+    req.timeout_ms = 5_000;
+    req.transactional_id = Some(TransactionalId(s("verified")));
+    let mut td = produce_request::TopicProduceData::default();
+    td.name = TopicName(s("t"));
+    td.partition_data = (0..2)
+        .map(|_| {
+            let mut pd = produce_request::PartitionProduceData::default();
+            pd.index = 1;
+            pd.records = Some(transactional_batch(pid.0, epoch, 0));
+            pd
+        })
+        .collect();
+    req.topic_data = vec![td];
+    let r = handlers::produce::handle(req, 9, &b).await.unwrap();
+    let codes: Vec<i16> = r.responses[0]
+        .partition_responses
+        .iter()
+        .map(|p| p.error_code)
+        .collect();
+    assert_eq!(codes, vec![ResponseError::InvalidTxnState.code(); 2]);
     // Transactional records need the transactional id.
     let (code, _) = produce_one(&b, None, 1, transactional_batch(pid.0, epoch, 0)).await;
     assert_eq!(

@@ -444,9 +444,8 @@ impl TransactionCoordinator {
     /// write there): which of `partitions` the open transaction of
     /// `producer_id`/`epoch` holds. Nothing changes. A whole-request error
     /// as Kafka's `handleVerifyPartitionsInTransaction`: an unknown id or
-    /// another producer is INVALID_PRODUCER_ID_MAPPING, an older epoch
-    /// PRODUCER_FENCED, a state change in flight or a prepared transaction
-    /// CONCURRENT_TRANSACTIONS.
+    /// another producer is INVALID_PRODUCER_ID_MAPPING, another epoch
+    /// PRODUCER_FENCED, a prepared transaction CONCURRENT_TRANSACTIONS.
     pub fn verify_partitions(
         &self,
         id: &str,
@@ -459,7 +458,16 @@ impl TransactionCoordinator {
         let m = txns
             .get(id)
             .ok_or(ResponseError::InvalidProducerIdMapping)?;
-        Self::check_producer(m, producer_id, epoch)?;
+        if m.producer_id != producer_id {
+            return Err(ResponseError::InvalidProducerIdMapping);
+        }
+        if m.producer_epoch != epoch {
+            return Err(ResponseError::ProducerFenced);
+        }
+        // A state change being written is not waited for (as Kafka's
+        // `handleVerifyPartitionsInTransaction`): partitions join the
+        // metadata only once persisted, and the partition's guard catches
+        // a transaction that ends meanwhile.
         if m.state.is_prepared() {
             return Err(ResponseError::ConcurrentTransactions);
         }
