@@ -148,7 +148,7 @@ def main():
     found = 0
     for crate in CRATES:
         edges = graph(crate)
-        for violation in layering(crate, edges):
+        for violation in ([] if dot else layering(crate, edges)):
             found += 1
             print(violation)
         # A module's own mod.rs re-exporting its children is not a loop
