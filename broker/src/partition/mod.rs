@@ -56,10 +56,6 @@ impl ReplicaManager {
         }
     }
 
-    pub fn node_id(&self) -> i32 {
-        self.node_id
-    }
-
     /// Why this broker must not serve `topic`-`partition` as its leader:
     /// the cluster store names another leader, or none. None when it is
     /// the leader, or (a single broker) the store does not know the
