@@ -19,6 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CRATES = ["broker", "catalog", "catalog/format", "tiering", "prefetch", "local-stack"]
 PATH = re.compile(r"\b(crate|super|self)((?:::[a-z_][a-z0-9_]*)+)")
+# A grouped import, `use crate::{a::b, c}` (one level of braces).
+GROUP = re.compile(r"\b(crate|super|self)((?:::[a-z_][a-z0-9_]*)*)::\{([^{}]*)\}")
 
 
 def module_files(src: Path) -> dict[tuple, Path]:
@@ -62,7 +64,13 @@ def graph(crate: str) -> dict[Path, set[Path]]:
         text = strip_tests(re.sub(r"//[^\n]*", "", f.read_text()))
         here = mod if f.name in ("mod.rs", "lib.rs", "main.rs") else mod[:-1]
         targets = set()
-        for kind, rest in PATH.findall(text):
+        paths = PATH.findall(text)
+        for kind, prefix, items in GROUP.findall(text):
+            for item in items.split(","):
+                m = re.match(r"\s*([a-z_][a-z0-9_]*(?:::[a-z_][a-z0-9_]*)*)", item)
+                if m and m.group(1) not in ("self",):
+                    paths.append((kind, f"{prefix}::{m.group(1)}"))
+        for kind, rest in paths:
             names = rest.strip(":").split("::")
             base = () if kind == "crate" else (here[:-1] if kind == "super" else here)
             if kind == "super" and f.name not in ("mod.rs", "lib.rs", "main.rs"):
@@ -123,8 +131,19 @@ def is_parent_module(a: Path, b: Path) -> bool:
 # import modules of it, with why. Grows as the partition layer takes over
 # the handlers.
 LAYERS = [
-    ("broker", ["server/handlers/produce.rs"], ["log", "log_manager"],
+    ("broker", ["server/handlers/*.rs"], ["log", "log_manager"],
      "a handler reaches partitions through crate::partition, never the log"),
+    ("broker", ["admin/*.rs", "server/topic_admin.rs", "server/config_admin.rs", "partition/*.rs"],
+     ["server/handlers"],
+     "the admin API and the services below the handlers never call a handler"),
+]
+
+# Files that may not name a field, with why: a handler that took the
+# broker's log manager (`b.logs`) or tiered storage (`b.remote`) would
+# reach the log or the bucket without an import.
+FIELDS = [
+    ("broker", ["server/handlers/*.rs"], re.compile(r"\.(logs|remote)\b"),
+     "a handler reaches partitions and the bucket through b.replicas"),
 ]
 
 
@@ -134,12 +153,19 @@ def layering(crate: str, edges: dict[Path, set[Path]]) -> list[str]:
     for c, files, banned, why in LAYERS:
         if c != crate:
             continue
-        for name in files:
-            f = src / name
+        for f in sorted(g for name in files for g in src.glob(name)):
             for t in sorted(edges.get(f, ())):
-                top = t.relative_to(src).parts[0].removesuffix(".rs")
-                if top in banned:
+                rel = t.relative_to(src).as_posix()
+                if any(rel == f"{b}.rs" or rel.startswith(f"{b}/") for b in banned):
                     out.append(f"{crate}: {f.relative_to(ROOT)} imports {t.relative_to(ROOT)}: {why}")
+    for c, files, pattern, why in FIELDS:
+        if c != crate:
+            continue
+        for f in sorted(g for name in files for g in src.glob(name)):
+            text = strip_tests(re.sub(r"//[^\n]*", "", f.read_text()))
+            for m in pattern.finditer(text):
+                line = text.count("\n", 0, m.start()) + 1
+                out.append(f"{crate}: {f.relative_to(ROOT)} names `{m.group(0)}` (line {line} without comments): {why}")
     return out
 
 

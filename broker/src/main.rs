@@ -590,17 +590,22 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         remote: remote.clone(),
         dynamic,
         replicas: Arc::new(strata_broker::partition::ReplicaManager::new(
-            config.node_id(),
-            logs.clone(),
-            cluster.clone(),
-            txns.clone(),
-            strata_broker::txn::verification::TxnVerifier::new(
-                config.node_id(),
-                config.bool("transaction.partition.verification.enable"),
-                std::time::Duration::from_millis(
-                    config.i64("offsets.commit.timeout.ms").max(1) as u64
+            strata_broker::partition::ReplicaManagerParts {
+                node_id: config.node_id(),
+                logs: logs.clone(),
+                cluster: cluster.clone(),
+                txns: txns.clone(),
+                groups: groups.clone(),
+                remote: remote.clone(),
+                config: config.clone(),
+                verifier: strata_broker::txn::verification::TxnVerifier::new(
+                    config.node_id(),
+                    config.bool("transaction.partition.verification.enable"),
+                    std::time::Duration::from_millis(
+                        config.i64("offsets.commit.timeout.ms").max(1) as u64,
+                    ),
                 ),
-            ),
+            },
         )),
     });
     logs.start_background();

@@ -25,6 +25,9 @@ pub enum TopicError {
     InvalidConfig(String),
     #[error("Topic deletion is disabled (delete.topic.enable=false)")]
     DeletionDisabled,
+    /// A coordinator's internal topic, which no client may delete.
+    #[error("Cannot delete internal topic {0}")]
+    InternalTopic(String),
     /// The cluster's metadata store did not answer.
     #[error("the cluster metadata store is unavailable: {0}")]
     Unavailable(String),

@@ -6,9 +6,10 @@
 //! them (`console.rs`). Beyond loopback it needs a bearer token
 //! (`auth.rs`).
 //!
-//! Every change goes through the Kafka handlers (CreateTopics,
-//! IncrementalAlterConfigs, DeleteTopics, OffsetCommit's admin path), so
-//! the API can never do what a Kafka client could not; it owns no state.
+//! Every change goes through the services the Kafka handlers call (the
+//! topic and configuration services in `server/`, the replica manager, the
+//! group coordinator), so the API can never do what a Kafka client could
+//! not; it owns no state and never calls a handler.
 
 pub mod auth;
 pub mod console;

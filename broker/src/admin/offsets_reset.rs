@@ -9,9 +9,6 @@ use std::collections::BTreeSet;
 
 use axum::extract::{Path, State};
 use axum::Json;
-use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, TopicName};
-use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use serde::{Deserialize, Serialize};
 
@@ -19,7 +16,7 @@ use super::error::{ApiError, ApiResult};
 use super::groups::not_coordinator;
 use super::state::HttpState;
 use crate::group::offsets::OffsetCommit;
-use crate::server::{handlers, Broker};
+use crate::server::Broker;
 
 const EARLIEST: i64 = -2;
 const LATEST: i64 = -1;
@@ -115,50 +112,29 @@ pub fn new_offset(reset: Reset, lo: i64, hi: i64, current: Option<i64>) -> i64 {
     wanted.clamp(lo, hi.max(lo))
 }
 
-/// ListOffsets for every partition at one timestamp (or EARLIEST/LATEST).
+/// The replica manager's ListOffsets answer for every partition at one
+/// timestamp (or EARLIEST/LATEST).
 async fn list_offsets(
     b: &Broker,
     partitions: &[(String, i32)],
     timestamp: i64,
 ) -> ApiResult<Vec<i64>> {
-    let mut req = ListOffsetsRequest::default();
-    req.replica_id = BrokerId(-1);
-    let topics: BTreeSet<&String> = partitions.iter().map(|(t, _)| t).collect();
-    for t in topics {
-        let mut lt = ListOffsetsTopic::default();
-        lt.name = TopicName(StrBytes::from_string(t.clone()));
-        for (_, p) in partitions.iter().filter(|(pt, _)| pt == t) {
-            let mut lp = ListOffsetsPartition::default();
-            lp.partition_index = *p;
-            lp.current_leader_epoch = -1;
-            lp.timestamp = timestamp;
-            lt.partitions.push(lp);
-        }
-        req.topics.push(lt);
-    }
-    let r = handlers::list_offsets::handle(req, 7, b).await;
-    partitions
-        .iter()
-        .map(|(t, p)| {
-            let pr = r
-                .topics
-                .iter()
-                .filter(|rt| rt.name.0.as_str() == t)
-                .flat_map(|rt| rt.partitions.iter())
-                .find(|rp| rp.partition_index == *p)
-                .ok_or_else(|| ApiError::kafka(-1, Some(&format!("no ListOffsets answer for {t}-{p}"))))?;
-            if pr.error_code != 0 {
+    let mut out = Vec::with_capacity(partitions.len());
+    for (t, p) in partitions {
+        match b.replicas.list_offset(t, *p, timestamp, -1, false).await {
+            Ok(found) => out.push(found.map_or(-1, |f| f.offset)),
+            Err(e) => {
                 return Err(ApiError::kafka(
-                    pr.error_code,
+                    e.code(),
                     Some(&format!(
                         "{t}-{p}: {} (offsets can be reset on the broker that leads the partition and coordinates the group)",
-                        crate::metrics::errors::error_name(pr.error_code)
+                        crate::metrics::errors::error_name(e.code())
                     )),
-                ));
+                ))
             }
-            Ok(pr.offset)
-        })
-        .collect()
+        }
+    }
+    Ok(out)
 }
 
 /// The partitions a reset covers.

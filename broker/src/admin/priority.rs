@@ -2,28 +2,22 @@
 //! class a group (or client id) reads history in, and pausing or resuming
 //! the `bulk` class. Changes are the dynamic broker settings
 //! `remote.fetch.priority.groups` and `remote.fetch.bulk.paused`, written
-//! through the IncrementalAlterConfigs handler (validated, persisted and
-//! applied to the prefetcher as a Kafka admin client's change would be).
+//! through the configuration service (`server/config_admin.rs`: validated,
+//! persisted and applied to the prefetcher as a Kafka admin client's
+//! IncrementalAlterConfigs would be).
 //! They are this broker's settings: in a cluster, set them on each broker.
 
 use std::collections::BTreeMap;
 
 use axum::extract::{Path, State};
 use axum::Json;
-use kafka_protocol::messages::incremental_alter_configs_request::{
-    AlterConfigsResource, AlterableConfig,
-};
-use kafka_protocol::messages::IncrementalAlterConfigsRequest;
-use kafka_protocol::protocol::StrBytes;
 use serde::{Deserialize, Serialize};
 use strata_prefetch::classes::PriorityClass;
 
 use super::error::{ApiError, ApiResult};
 use super::state::HttpState;
-use crate::server::{handlers, Broker};
-
-const RESOURCE_BROKER: i8 = 4;
-const OP_SET: i8 = 0;
+use crate::server::config_admin::{self, AlterOp, OP_SET, RESOURCE_BROKER};
+use crate::server::Broker;
 
 #[derive(Debug, Serialize)]
 pub struct Shares {
@@ -57,26 +51,22 @@ fn view(b: &Broker) -> PriorityClasses {
     }
 }
 
-/// Sets one dynamic broker setting through IncrementalAlterConfigs.
+/// Sets one dynamic broker setting, as IncrementalAlterConfigs would.
 async fn set(b: &Broker, name: &str, value: String) -> ApiResult<()> {
-    let mut c = AlterableConfig::default();
-    c.name = StrBytes::from_string(name.to_string());
-    c.config_operation = OP_SET;
-    c.value = Some(StrBytes::from_string(value));
-    let mut res = AlterConfigsResource::default();
-    res.resource_type = RESOURCE_BROKER;
-    res.resource_name = StrBytes::from_string(b.node_id.to_string());
-    res.configs.push(c);
-    let mut req = IncrementalAlterConfigsRequest::default();
-    req.resources.push(res);
-    let r = handlers::configs::incremental_alter_configs(req, 1, b).await;
-    match r.responses.first() {
-        Some(out) if out.error_code != 0 => Err(ApiError::kafka(
-            out.error_code,
-            out.error_message.as_deref(),
-        )),
-        _ => Ok(()),
-    }
+    let ops = [AlterOp {
+        name: name.to_string(),
+        op: OP_SET,
+        value: Some(value),
+    }];
+    config_admin::alter(
+        b,
+        RESOURCE_BROKER,
+        &b.node_id.to_string(),
+        false,
+        |current| config_admin::incremental(current, &ops, RESOURCE_BROKER),
+    )
+    .await
+    .map_err(|(code, message)| ApiError::kafka(code.code(), Some(&message)))
 }
 
 pub async fn get(State(st): State<HttpState>) -> ApiResult<Json<PriorityClasses>> {

@@ -1,9 +1,12 @@
 //! Topics in the admin API: list, describe (configs with their source,
 //! and per partition the leader, replicas, ISR, offsets, local bytes and
 //! tiering status), create, alter configs (the hot window among them) and
-//! delete. Changes go through the same handlers as CreateTopics,
-//! IncrementalAlterConfigs and DeleteTopics, so they are validated and
-//! replicated exactly as a Kafka client's would be.
+//! delete. Configs are read and changed through the configuration service
+//! (`server/config_admin.rs`), topics through the topic service
+//! (`server/topic_admin.rs`) and local logs through the replica manager,
+//! all of which the Kafka handlers use too; the admin API never calls a
+//! handler. A change is validated and replicated exactly as a Kafka
+//! client's would be.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -11,29 +14,14 @@ use std::time::Duration;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
-use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
-use kafka_protocol::messages::incremental_alter_configs_request::{
-    AlterConfigsResource, AlterableConfig,
-};
-use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 use serde::{Deserialize, Serialize};
 
 use super::error::{ApiError, ApiResult};
 use super::state::HttpState;
 use super::tiering::{self, PartitionTiering};
-use crate::server::handlers;
+use crate::server::config_admin::{self, AlterOp, OP_DELETE, OP_SET, RESOURCE_TOPIC};
+use crate::server::topic_admin;
 use crate::server::Broker;
-
-const RESOURCE_TOPIC: i8 = 2;
-const OP_SET: i8 = 0;
-const OP_DELETE: i8 = 1;
-
-fn s(v: &str) -> StrBytes {
-    StrBytes::from_string(v.to_string())
-}
 
 #[derive(Debug, Serialize)]
 pub struct TopicSummary {
@@ -90,18 +78,6 @@ pub struct TopicList {
     pub topics: Vec<TopicSummary>,
 }
 
-/// Metadata of every topic, or of one (as a Kafka client sees it).
-async fn metadata(b: &Broker, topic: Option<&str>) -> MetadataResponse {
-    let mut req = MetadataRequest::default();
-    req.topics = topic.map(|t| {
-        let mut rt = MetadataRequestTopic::default();
-        rt.name = Some(TopicName(s(t)));
-        vec![rt]
-    });
-    req.allow_auto_topic_creation = false;
-    handlers::metadata::handle(req, 12, b).await
-}
-
 fn remote_enabled(b: &Broker, name: &str) -> bool {
     !crate::topic_name::is_internal(name)
         && b.remote.is_some()
@@ -112,34 +88,33 @@ fn remote_enabled(b: &Broker, name: &str) -> bool {
 
 pub async fn list(State(st): State<HttpState>) -> ApiResult<Json<TopicList>> {
     let b = st.broker()?;
-    let md = metadata(&b, None).await;
     let now = crate::clock::now_ms();
     let tiered = tiering::index(b.remote.as_deref());
-    let mut topics: Vec<TopicSummary> = md
-        .topics
-        .iter()
-        .filter(|t| t.error_code == 0)
-        .filter_map(|t| {
-            let name = t.name.as_ref()?.0.to_string();
-            let local = b.logs.topic(&name);
-            let local_bytes = local
-                .map(|t| t.partitions().iter().map(|l| l.size_bytes()).sum())
-                .unwrap_or(0);
+    let mut topics: Vec<TopicSummary> = topic_admin::all_topics(&b)
+        .into_iter()
+        .map(|t| {
+            let name = t.name.clone();
+            let local_bytes = t
+                .partitions
+                .iter()
+                .filter_map(|p| b.replicas.local_log_status(&name, p.partition))
+                .map(|l| l.local_bytes)
+                .sum();
             let remote_bytes = t
                 .partitions
                 .iter()
-                .filter_map(|p| tiered.get(&(name.clone(), p.partition_index)))
+                .filter_map(|p| tiered.get(&(name.clone(), p.partition)))
                 .map(|t| tiering::of(t, now).remote_bytes)
                 .sum();
-            Some(TopicSummary {
+            TopicSummary {
                 remote_storage_enable: remote_enabled(&b, &name),
                 partitions: t.partitions.len(),
-                replication_factor: replication_factor(t),
-                internal: t.is_internal,
+                replication_factor: t.replication_factor(),
+                internal: t.internal,
                 name,
                 local_bytes,
                 remote_bytes,
-            })
+            }
         })
         .collect();
     topics.sort_by(|a, b| a.name.cmp(&b.name));
@@ -170,34 +145,16 @@ pub fn source_name(code: i8) -> &'static str {
 }
 
 async fn configs(b: &Broker, name: &str) -> ApiResult<Vec<ConfigEntry>> {
-    let mut req = DescribeConfigsRequest::default();
-    let mut res = DescribeConfigsResource::default();
-    res.resource_type = RESOURCE_TOPIC;
-    res.resource_name = s(name);
-    res.configuration_keys = None;
-    req.resources.push(res);
-    let r = handlers::configs::describe_configs(req, 4, b).await;
-    let Some(out) = r.results.into_iter().next() else {
-        return Err(ApiError::kafka(
-            -1,
-            Some("DescribeConfigs answered nothing"),
-        ));
-    };
-    if out.error_code != 0 {
-        return Err(ApiError::kafka(
-            out.error_code,
-            out.error_message.as_deref(),
-        ));
-    }
-    let mut v: Vec<ConfigEntry> = out
-        .configs
+    let described = config_admin::describe(b, RESOURCE_TOPIC, name, None)
+        .map_err(|(code, message)| ApiError::kafka(code.code(), Some(&message)))?;
+    let mut v: Vec<ConfigEntry> = described
         .into_iter()
         .map(|c| ConfigEntry {
-            name: c.name.to_string(),
-            value: c.value.map(|v| v.to_string()),
-            source: source_name(c.config_source),
+            name: c.def.name.to_string(),
+            value: c.value,
+            source: source_name(c.source as i8),
             read_only: c.read_only,
-            sensitive: c.is_sensitive,
+            sensitive: false,
         })
         .collect();
     v.sort_by(|a, b| a.name.cmp(&b.name));
@@ -206,19 +163,19 @@ async fn configs(b: &Broker, name: &str) -> ApiResult<Vec<ConfigEntry>> {
 
 /// The topic as the API describes it.
 pub async fn detail(b: &Broker, name: &str) -> ApiResult<TopicDetail> {
-    let md = metadata(b, Some(name)).await;
-    let Some(t) = md.topics.into_iter().next() else {
-        return Err(ApiError::not_found(format!("topic {name} does not exist")));
+    let t = match topic_admin::find_topic(b, name) {
+        Ok(t) => t,
+        Err(e) => {
+            let code = topic_admin::error_code(&e).code();
+            return Err(ApiError::kafka(
+                code,
+                Some(&format!(
+                    "topic {name}: {}",
+                    crate::metrics::errors::error_name(code)
+                )),
+            ));
+        }
     };
-    if t.error_code != 0 {
-        return Err(ApiError::kafka(
-            t.error_code,
-            Some(&format!(
-                "topic {name}: {}",
-                crate::metrics::errors::error_name(t.error_code)
-            )),
-        ));
-    }
     let configs = configs(b, name).await?;
     let now = crate::clock::now_ms();
     let tiered = tiering::index(b.remote.as_deref());
@@ -226,23 +183,26 @@ pub async fn detail(b: &Broker, name: &str) -> ApiResult<TopicDetail> {
         .partitions
         .iter()
         .map(|p| {
-            let local = b.logs.partition(name, p.partition_index).map(|l| LocalLog {
-                log_start_offset: l.log_start_offset(),
-                local_log_start_offset: l.local_log_start_offset(),
-                high_watermark: l.high_watermark(),
-                log_end_offset: l.log_end_offset(),
-                local_bytes: l.size_bytes(),
-                local_segments: l.segment_count(),
-                tiering: tiered
-                    .get(&(name.to_string(), p.partition_index))
-                    .map(|t| tiering::of(t, now)),
-            });
+            let local = b
+                .replicas
+                .local_log_status(name, p.partition)
+                .map(|l| LocalLog {
+                    log_start_offset: l.log_start_offset,
+                    local_log_start_offset: l.local_log_start_offset,
+                    high_watermark: l.high_watermark,
+                    log_end_offset: l.log_end_offset,
+                    local_bytes: l.local_bytes,
+                    local_segments: l.local_segments,
+                    tiering: tiered
+                        .get(&(name.to_string(), p.partition))
+                        .map(|t| tiering::of(t, now)),
+                });
             PartitionDetail {
-                partition: p.partition_index,
-                leader: p.leader_id.0,
+                partition: p.partition,
+                leader: p.leader,
                 leader_epoch: p.leader_epoch,
-                replicas: p.replica_nodes.iter().map(|r| r.0).collect(),
-                isr: p.isr_nodes.iter().map(|r| r.0).collect(),
+                replicas: p.replicas.clone(),
+                isr: p.isr.clone(),
                 local,
             }
         })
@@ -250,8 +210,8 @@ pub async fn detail(b: &Broker, name: &str) -> ApiResult<TopicDetail> {
     partitions.sort_by_key(|p| p.partition);
     Ok(TopicDetail {
         name: name.to_string(),
-        topic_id: t.topic_id.to_string(),
-        internal: t.is_internal,
+        topic_id: t.id.to_string(),
+        internal: t.internal,
         configs,
         partitions,
     })
@@ -280,28 +240,27 @@ pub async fn create(
     super::ApiJson(body): super::ApiJson<CreateTopic>,
 ) -> ApiResult<(StatusCode, Json<TopicDetail>)> {
     let b = st.broker()?;
-    let mut t = CreatableTopic::default();
-    t.name = TopicName(s(&body.name));
-    t.num_partitions = body.partitions.unwrap_or(-1);
-    t.replication_factor = body.replication_factor.unwrap_or(-1);
-    for (k, v) in &body.configs {
-        let mut c = CreatableTopicConfig::default();
-        c.name = s(k);
-        c.value = Some(s(v));
-        t.configs.push(c);
+    let existing = topic_admin::existing_topic_names(&b);
+    if let Some(other) = topic_admin::colliding(&body.name, &existing) {
+        return Err(ApiError::kafka(
+            kafka_protocol::ResponseError::InvalidTopicException.code(),
+            Some(&format!(
+                "Topic '{}' collides with existing topic: {other}",
+                body.name
+            )),
+        ));
     }
-    let mut req = CreateTopicsRequest::default();
-    req.topics.push(t);
-    req.timeout_ms = 30_000;
-    let r = handlers::topics::create_topics(req, 7, &b).await;
-    if let Some(res) = r.topics.first() {
-        if res.error_code != 0 {
-            return Err(ApiError::kafka(
-                res.error_code,
-                res.error_message.as_deref(),
-            ));
-        }
-    }
+    topic_admin::create_topic(
+        &b,
+        &body.name,
+        body.partitions.unwrap_or(-1),
+        body.replication_factor.unwrap_or(-1) as i32,
+        None,
+        body.configs.clone(),
+        false,
+    )
+    .await
+    .map_err(|e| ApiError::kafka(topic_admin::error_code(&e).code(), Some(&e.to_string())))?;
     // In a cluster the controller creates the partitions a moment later.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     loop {
@@ -338,34 +297,25 @@ pub async fn alter_configs(
             "nothing to change: give `set` (name: value) and/or `delete` (names)",
         ));
     }
-    let mut res = AlterConfigsResource::default();
-    res.resource_type = RESOURCE_TOPIC;
-    res.resource_name = s(&topic);
-    for (k, v) in &body.set {
-        let mut c = AlterableConfig::default();
-        c.name = s(k);
-        c.config_operation = OP_SET;
-        c.value = Some(s(v));
-        res.configs.push(c);
-    }
-    for k in &body.delete {
-        let mut c = AlterableConfig::default();
-        c.name = s(k);
-        c.config_operation = OP_DELETE;
-        res.configs.push(c);
-    }
-    let mut req = IncrementalAlterConfigsRequest::default();
-    req.resources.push(res);
-    req.validate_only = body.validate_only;
-    let r = handlers::configs::incremental_alter_configs(req, 1, &b).await;
-    if let Some(out) = r.responses.first() {
-        if out.error_code != 0 {
-            return Err(ApiError::kafka(
-                out.error_code,
-                out.error_message.as_deref(),
-            ));
-        }
-    }
+    let ops: Vec<AlterOp> = body
+        .set
+        .iter()
+        .map(|(k, v)| AlterOp {
+            name: k.clone(),
+            op: OP_SET,
+            value: Some(v.clone()),
+        })
+        .chain(body.delete.iter().map(|k| AlterOp {
+            name: k.clone(),
+            op: OP_DELETE,
+            value: None,
+        }))
+        .collect();
+    config_admin::alter(&b, RESOURCE_TOPIC, &topic, body.validate_only, |current| {
+        config_admin::incremental(current, &ops, RESOURCE_TOPIC)
+    })
+    .await
+    .map_err(|(code, message)| ApiError::kafka(code.code(), Some(&message)))?;
     Ok(Json(detail(&b, &topic).await?))
 }
 
@@ -374,19 +324,8 @@ pub async fn delete(
     Path(topic): Path<String>,
 ) -> ApiResult<StatusCode> {
     let b = st.broker()?;
-    let mut req = DeleteTopicsRequest::default();
-    let mut t = kafka_protocol::messages::delete_topics_request::DeleteTopicState::default();
-    t.name = Some(TopicName(s(&topic)));
-    req.topics.push(t);
-    req.timeout_ms = 30_000;
-    let r = handlers::topics::delete_topics(req, 6, &b).await;
-    if let Some(res) = r.responses.first() {
-        if res.error_code != 0 {
-            return Err(ApiError::kafka(
-                res.error_code,
-                res.error_message.as_deref(),
-            ));
-        }
-    }
+    topic_admin::delete_topic(&b, &topic)
+        .await
+        .map_err(|e| ApiError::kafka(topic_admin::error_code(&e).code(), Some(&e.to_string())))?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -3,17 +3,27 @@
 //! calls this layer and encodes what it answers; the rules of serving a
 //! partition live here: who leads it, what a produced batch must be, when
 //! a transactional write is verified, and which Kafka error a failure is
-//! (`errors.rs`, one table). `docs/partition-layer.md` has the plan this is
-//! the first step of (Produce); the other APIs still reach the log from
-//! their handlers.
+//! (`errors.rs`, one table). `docs/partition-layer.md` has the plan this
+//! belongs to.
 //!
 //! - `append.rs`: Produce's appends (`append_records`), in two phases so a
 //!   connection appends pipelined requests in order while their acks waits
 //!   overlap;
+//! - `fetch.rs`: a consumer's fetch, from the local log or the bucket;
+//! - `replica_fetch.rs`: a follower's fetch;
+//! - `offsets.rs`: ListOffsets and OffsetForLeaderEpoch;
+//! - `delete_records.rs`: DeleteRecords and its wait for the replicas;
+//! - `admin.rs`: producers, transaction markers, log directories and the
+//!   hosted partitions, for the admin and transaction tools;
 //! - `errors.rs`: log, sequence and validation errors as Kafka codes.
 
+pub mod admin;
 pub mod append;
+pub mod delete_records;
 pub mod errors;
+pub mod fetch;
+pub mod offsets;
+pub mod replica_fetch;
 
 use std::sync::Arc;
 
@@ -21,7 +31,11 @@ use kafka_protocol::ResponseError;
 
 use crate::cluster::records::BrokerRegistration;
 use crate::cluster::Cluster;
+use crate::config::BrokerConfig;
+use crate::group::GroupCoordinator;
+use crate::log::PartitionLog;
 use crate::log_manager::LogManager;
+use crate::remote::TieredStorage;
 use crate::txn::verification::TxnVerifier;
 use crate::txn::{TransactionCoordinator, TRANSACTION_STATE_TOPIC};
 
@@ -34,26 +48,46 @@ pub struct ReplicaManager {
     logs: Arc<LogManager>,
     cluster: Arc<Cluster>,
     txns: Arc<TransactionCoordinator>,
+    /// The historical read path asks it which group a reader belongs to
+    /// (its priority class).
+    groups: Arc<GroupCoordinator>,
+    /// Tiered storage (None when `remote.log.storage.system.enable` is off).
+    remote: Option<Arc<TieredStorage>>,
+    config: Arc<BrokerConfig>,
     /// KIP-890: asks the transaction coordinator before a producer's
     /// first transactional write to a partition this broker leads.
     verifier: TxnVerifier,
 }
 
+/// What the replica manager is built from.
+pub struct ReplicaManagerParts {
+    pub node_id: i32,
+    pub logs: Arc<LogManager>,
+    pub cluster: Arc<Cluster>,
+    pub txns: Arc<TransactionCoordinator>,
+    pub groups: Arc<GroupCoordinator>,
+    pub remote: Option<Arc<TieredStorage>>,
+    pub config: Arc<BrokerConfig>,
+    pub verifier: TxnVerifier,
+}
+
 impl ReplicaManager {
-    pub fn new(
-        node_id: i32,
-        logs: Arc<LogManager>,
-        cluster: Arc<Cluster>,
-        txns: Arc<TransactionCoordinator>,
-        verifier: TxnVerifier,
-    ) -> Self {
+    pub fn new(parts: ReplicaManagerParts) -> Self {
         ReplicaManager {
-            node_id,
-            logs,
-            cluster,
-            txns,
-            verifier,
+            node_id: parts.node_id,
+            logs: parts.logs,
+            cluster: parts.cluster,
+            txns: parts.txns,
+            groups: parts.groups,
+            remote: parts.remote,
+            config: parts.config,
+            verifier: parts.verifier,
         }
+    }
+
+    /// This broker's rack (`broker.rack`), if set.
+    fn rack(&self) -> Option<String> {
+        Some(self.config.value("broker.rack")).filter(|r| !r.is_empty())
     }
 
     /// Why this broker must not serve `topic`-`partition` as its leader:
@@ -155,5 +189,17 @@ impl ReplicaManager {
     /// transactional id `id`.
     fn transaction_coordinator(&self, id: &str) -> Result<BrokerRegistration, String> {
         self.coordinator_for(TRANSACTION_STATE_TOPIC, id, self.cluster.live_brokers())
+    }
+}
+
+/// Checks a request's `current_leader_epoch` (-1: not given) against the
+/// epoch this leader appends at (KIP-320): older is FENCED_LEADER_EPOCH,
+/// newer UNKNOWN_LEADER_EPOCH.
+fn check_current_epoch(log: &PartitionLog, current: i32) -> Result<(), ResponseError> {
+    let ours = log.leader_epoch();
+    match current {
+        c if c < 0 || c == ours => Ok(()),
+        c if c < ours => Err(ResponseError::FencedLeaderEpoch),
+        _ => Err(ResponseError::UnknownLeaderEpoch),
     }
 }

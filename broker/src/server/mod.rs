@@ -2,6 +2,7 @@
 //! routes them to handlers. Owns no storage; every handler works through the
 //! [`LogManager`](crate::log_manager::LogManager).
 
+pub mod config_admin;
 pub mod connection;
 pub mod dispatch;
 pub mod handlers;
@@ -15,7 +16,6 @@ mod tests;
 use std::sync::Arc;
 
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::ResponseError;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -47,8 +47,9 @@ pub struct Broker {
     pub remote: Option<Arc<TieredStorage>>,
     /// Membership, the controller, and the view of the other brokers.
     pub cluster: Arc<Cluster>,
-    /// The layer between the handlers and the partitions' logs (so far
-    /// for Produce; `docs/partition-layer.md`).
+    /// The layer between the handlers and the partitions' logs
+    /// (`docs/partition-layer.md`): every handler reaches partitions
+    /// through it.
     pub replicas: Arc<crate::partition::ReplicaManager>,
 }
 
@@ -75,17 +76,6 @@ impl Broker {
             brokers.sort_by_key(|r| r.node_id);
         }
         brokers
-    }
-    /// Why this broker must not serve `topic`-`partition` as its leader
-    /// ([`crate::partition::ReplicaManager::not_leader`]).
-    pub fn not_leader(&self, topic: &str, partition: i32) -> Option<ResponseError> {
-        self.replicas.not_leader(topic, partition)
-    }
-    /// Why this broker must not serve a consumer's read of
-    /// `topic`-`partition`
-    /// ([`crate::partition::ReplicaManager::not_readable_here`]).
-    pub fn not_readable_here(&self, topic: &str, partition: i32) -> Option<ResponseError> {
-        self.replicas.not_readable_here(topic, partition)
     }
     /// A topic's config overrides as the cluster knows them (a single
     /// broker: its data directory's; a cluster: the store's, also for

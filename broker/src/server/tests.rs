@@ -69,11 +69,20 @@ async fn broker(dir: &std::path::Path) -> Broker {
         .unwrap(),
     );
     let replicas = Arc::new(crate::partition::ReplicaManager::new(
-        0,
-        logs.clone(),
-        cluster.clone(),
-        txns.clone(),
-        crate::txn::verification::TxnVerifier::new(0, true, std::time::Duration::from_secs(5)),
+        crate::partition::ReplicaManagerParts {
+            node_id: 0,
+            logs: logs.clone(),
+            cluster: cluster.clone(),
+            txns: txns.clone(),
+            groups: groups.clone(),
+            remote: None,
+            config: config.clone(),
+            verifier: crate::txn::verification::TxnVerifier::new(
+                0,
+                true,
+                std::time::Duration::from_secs(5),
+            ),
+        },
     ));
     Broker {
         replicas,

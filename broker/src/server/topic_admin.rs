@@ -9,15 +9,18 @@
 
 use std::collections::BTreeMap;
 
+use kafka_protocol::ResponseError;
 use uuid::Uuid;
 
-use super::handlers::blocking;
 use super::Broker;
 use crate::cluster::assignment::{assign, Candidate};
 use crate::cluster::quorum::QUORUM_ACK;
+use crate::cluster::records::TopicRecord;
 use crate::cluster::topics as store_topics;
+use crate::cluster::view::ClusterSnapshot;
 use crate::config::{self, TopicConfig};
-use crate::log_manager::{validate_topic_name, TopicError};
+use crate::topic_error::TopicError;
+use crate::topic_name::validate_topic_name;
 
 /// What a created (or validated) topic looks like.
 #[derive(Debug, Clone)]
@@ -26,6 +29,32 @@ pub struct CreatedTopic {
     pub partitions: i32,
     pub replication_factor: i32,
     pub overrides: BTreeMap<String, String>,
+}
+
+/// Runs blocking storage work (file creation, fsync) off the async workers.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    tokio::task::spawn_blocking(f).await.ok()
+}
+
+/// The Kafka error a refused topic change is answered with.
+pub fn error_code(e: &TopicError) -> ResponseError {
+    match e {
+        TopicError::AlreadyExists(_) => ResponseError::TopicAlreadyExists,
+        TopicError::UnknownTopic(_) => ResponseError::UnknownTopicOrPartition,
+        TopicError::InvalidName(_) => ResponseError::InvalidTopicException,
+        TopicError::InvalidPartitions(_) => ResponseError::InvalidPartitions,
+        TopicError::InvalidReplicationFactor(_) => ResponseError::InvalidReplicationFactor,
+        TopicError::InvalidConfig(_) => ResponseError::InvalidConfig,
+        TopicError::DeletionDisabled => ResponseError::TopicDeletionDisabled,
+        TopicError::InternalTopic(_) => ResponseError::InvalidRequest,
+        TopicError::Unavailable(_) => ResponseError::RequestTimedOut,
+        TopicError::Io(_)
+        | TopicError::Log(_)
+        | TopicError::Encode(_)
+        | TopicError::Interrupted => ResponseError::KafkaStorageError,
+    }
 }
 
 fn store_error(e: crate::cluster::ClusterStoreError) -> TopicError {
@@ -192,8 +221,11 @@ pub async fn create_topic(
     Ok(created)
 }
 
-/// Deletes a topic; returns its id.
+/// Deletes a topic (never a coordinator's internal topic); returns its id.
 pub async fn delete_topic(b: &Broker, name: &str) -> Result<Uuid, TopicError> {
+    if crate::topic_name::is_coordinator_topic(name) {
+        return Err(TopicError::InternalTopic(name.to_string()));
+    }
     let id = if !b.cluster.clustered {
         let logs = b.logs.clone();
         let n = name.to_string();
@@ -353,4 +385,116 @@ fn is_quorum(configs: &BTreeMap<String, String>) -> bool {
     configs
         .get(QUORUM_ACK)
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// A topic as the cluster store knows it (what Metadata and the admin API
+/// show).
+#[derive(Debug, Clone)]
+pub struct TopicView {
+    pub name: String,
+    pub id: Uuid,
+    /// A coordinator's internal topic.
+    pub internal: bool,
+    pub partitions: Vec<PartitionView>,
+}
+
+/// A partition as the cluster store knows it.
+#[derive(Debug, Clone)]
+pub struct PartitionView {
+    pub partition: i32,
+    /// -1: none (LEADER_NOT_AVAILABLE).
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+    /// Replicas on brokers not alive.
+    pub offline: Vec<i32>,
+}
+
+impl TopicView {
+    /// The largest replica count of its partitions.
+    pub fn replication_factor(&self) -> usize {
+        self.partitions
+            .iter()
+            .map(|p| p.replicas.len())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// `topic` as `snap` knows it: each partition's leader, leader epoch,
+/// replicas, in-sync replicas and replicas on brokers not alive.
+pub fn topic_view(name: &str, topic: &TopicRecord, snap: &ClusterSnapshot) -> TopicView {
+    TopicView {
+        name: name.to_string(),
+        id: topic.id,
+        internal: crate::topic_name::is_coordinator_topic(name),
+        partitions: (0..topic.partitions)
+            .map(|p| match snap.partition(name, p) {
+                Some(e) => {
+                    let st = &e.state;
+                    PartitionView {
+                        partition: p,
+                        leader: st.leader,
+                        leader_epoch: st.leader_epoch,
+                        replicas: st.replicas.clone(),
+                        isr: st.isr.clone(),
+                        offline: st
+                            .replicas
+                            .iter()
+                            .filter(|id| !snap.brokers.contains_key(id))
+                            .copied()
+                            .collect(),
+                    }
+                }
+                None => PartitionView {
+                    partition: p,
+                    leader: -1,
+                    leader_epoch: -1,
+                    replicas: Vec::new(),
+                    isr: Vec::new(),
+                    offline: Vec::new(),
+                },
+            })
+            .collect(),
+    }
+}
+
+/// Every topic of the cluster.
+pub fn all_topics(b: &Broker) -> Vec<TopicView> {
+    let snap = b.cluster.view.snapshot();
+    snap.topics
+        .iter()
+        .map(|(name, t)| topic_view(name, &t.record, &snap))
+        .collect()
+}
+
+/// One topic of the cluster; an invalid name or an unknown topic is the
+/// error Metadata answers for it.
+pub fn find_topic(b: &Broker, name: &str) -> Result<TopicView, TopicError> {
+    let snap = b.cluster.view.snapshot();
+    if let Some(topic) = snap.topic(name) {
+        return Ok(topic_view(name, &topic.record, &snap));
+    }
+    validate_topic_name(name)?;
+    Err(TopicError::UnknownTopic(name.to_string()))
+}
+
+/// An existing topic whose name equals `name` once '.' and '_' are the same
+/// character (they collide in metric names): Kafka refuses the new topic.
+pub fn colliding<'a>(name: &str, existing: &'a [String]) -> Option<&'a str> {
+    let key = name.replace('.', "_");
+    existing
+        .iter()
+        .find(|e| e.as_str() != name && e.replace('.', "_") == key)
+        .map(String::as_str)
+}
+
+/// The names of every topic the cluster or this broker knows (for the
+/// collision rule).
+pub fn existing_topic_names(b: &Broker) -> Vec<String> {
+    let snap = b.cluster.view.snapshot();
+    let mut v: Vec<String> = snap.topics.keys().cloned().collect();
+    v.extend(b.replicas.hosted_topics());
+    v
 }

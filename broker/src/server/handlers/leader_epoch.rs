@@ -9,23 +9,10 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderTopicResult,
 };
 use kafka_protocol::messages::*;
-use kafka_protocol::ResponseError;
 
-use crate::log::PartitionLog;
 use crate::server::Broker;
 
-/// Checks a request's `current_leader_epoch` (-1: not given) against the
-/// epoch this leader appends at.
-pub fn check_current_epoch(log: &PartitionLog, current: i32) -> Result<(), ResponseError> {
-    let ours = log.leader_epoch();
-    match current {
-        c if c < 0 || c == ours => Ok(()),
-        c if c < ours => Err(ResponseError::FencedLeaderEpoch),
-        _ => Err(ResponseError::UnknownLeaderEpoch),
-    }
-}
-
-/// One partition's answer.
+/// One partition's answer (the replica manager's, `partition/offsets.rs`).
 pub fn end_offset(
     b: &Broker,
     topic: &str,
@@ -37,21 +24,16 @@ pub fn end_offset(
     out.partition = partition;
     out.leader_epoch = -1;
     out.end_offset = -1;
-    if let Some(code) = b.not_leader(topic, partition) {
-        out.error_code = code.code();
-        return out;
+    match b
+        .replicas
+        .end_offset_for_epoch(topic, partition, current, requested)
+    {
+        Ok((epoch, end)) => {
+            out.leader_epoch = epoch;
+            out.end_offset = end;
+        }
+        Err(code) => out.error_code = code.code(),
     }
-    let Some(log) = b.logs.partition(topic, partition) else {
-        out.error_code = ResponseError::UnknownTopicOrPartition.code();
-        return out;
-    };
-    if let Err(code) = check_current_epoch(&log, current) {
-        out.error_code = code.code();
-        return out;
-    }
-    let (epoch, end) = log.end_offset_for_epoch(requested);
-    out.leader_epoch = epoch;
-    out.end_offset = end;
     out
 }
 

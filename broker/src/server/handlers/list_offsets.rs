@@ -1,10 +1,7 @@
-//! ListOffsets: earliest (-2, the log start, remote included), latest (-1,
-//! the high watermark, or the last stable offset for read committed), max timestamp (-3), earliest local (-4, KIP-405:
-//! the first offset on local disk), latest tiered (-5, KIP-1005: the last
-//! offset in the object store, -1 when none), and the first offset at or
-//! after a timestamp — looked up in the object store first when the
-//! answer lies below the local log start. As in Kafka, a read committed
-//! lookup never answers an offset at or above the last stable offset.
+//! ListOffsets: decodes, refuses a special timestamp the request's version
+//! does not know (Kafka's UNSUPPORTED_VERSION) and a partition named twice,
+//! asks the replica manager (`partition/offsets.rs`) for each partition's
+//! offset, and encodes the answers (the leader epoch from v4).
 
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -12,28 +9,12 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 
-use crate::log::{Isolation, LogError};
-use crate::remote::remote_log_reader::RemoteLogReader;
+use crate::partition::offsets::{EARLIEST, EARLIEST_LOCAL, LATEST, LATEST_TIERED, MAX_TIMESTAMP};
 use crate::server::Broker;
-
-/// Why a lookup failed, local or remote (both answer KAFKA_STORAGE_ERROR).
-#[derive(Debug, thiserror::Error)]
-enum LookupError {
-    #[error(transparent)]
-    Local(#[from] LogError),
-    #[error("remote read: {0}")]
-    Remote(#[from] strata_prefetch::PrefetchError),
-}
-
-pub const LATEST: i64 = -1;
-pub const EARLIEST: i64 = -2;
-pub const MAX_TIMESTAMP: i64 = -3;
-pub const EARLIEST_LOCAL: i64 = -4;
-pub const LATEST_TIERED: i64 = -5;
 
 pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOffsetsResponse {
     let mut r = ListOffsetsResponse::default();
-    let isolation = Isolation::from_level(req.isolation_level);
+    let read_committed = req.isolation_level == 1;
     let from_client = req.replica_id.0 < 0;
     // Kafka: a partition named more than once gets one INVALID_REQUEST
     // answer (its response is built per distinct partition).
@@ -46,7 +27,6 @@ pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOf
         }
     }
     for t in req.topics {
-        let topic = b.logs.topic(&t.name.0);
         let mut out = ListOffsetsTopicResponse::default();
         out.name = t.name;
         for p in t.partitions {
@@ -72,115 +52,26 @@ pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOf
                 out.partitions.push(pr);
                 continue;
             }
-            if let Some(code) = b.not_leader(&out.name.0, p.partition_index) {
-                pr.error_code = code.code();
-                out.partitions.push(pr);
-                continue;
-            }
-            let log = topic.as_ref().and_then(|t| t.partition(p.partition_index));
-            // A stale or future current leader epoch (KIP-320, v4+).
-            if let Some(Err(code)) = log
-                .as_ref()
-                .map(|l| super::leader_epoch::check_current_epoch(l, p.current_leader_epoch))
-            {
-                pr.error_code = code.code();
-                out.partitions.push(pr);
-                continue;
-            }
-            match log {
-                None => {
-                    pr.error_code = ResponseError::UnknownTopicOrPartition.code();
-                }
-                Some(log) => {
-                    let rp = match (&b.remote, &topic) {
-                        (Some(r), Some(t)) if log.remote_log_start_offset().is_some() => r
-                            .partition(t, p.partition_index)
-                            .map(|rp| (RemoteLogReader::new(r, &b.groups), rp)),
-                        _ => None,
-                    };
-                    let fetchable = match isolation {
-                        Isolation::ReadCommitted => log.last_stable_offset(),
-                        Isolation::ReadUncommitted => log.high_watermark(),
-                        Isolation::LogEnd => log.log_end_offset(),
-                    };
-                    let found: Result<Option<(i64, i64)>, LookupError> = match p.timestamp {
-                        LATEST => Ok(Some((fetchable, -1))),
-                        EARLIEST => Ok(Some((log.log_start_offset(), -1))),
-                        EARLIEST_LOCAL => Ok(Some((log.local_log_start_offset(), -1))),
-                        LATEST_TIERED => {
-                            let tiered = topic
-                                .as_ref()
-                                .filter(|_| log.config().remote_storage_enable)
-                                .and_then(|t| b.remote.as_ref()?.partition(t, p.partition_index))
-                                .and_then(|rp| rp.manifest().next_offset());
-                            // Kafka: nothing tiered (or no remote log),
-                            // offset -1 with epoch -1.
-                            Ok(tiered.map(|next| (next - 1, -1)))
-                        }
-                        MAX_TIMESTAMP => match log.max_timestamp_offset() {
-                            Ok(local) => match &rp {
-                                Some((r, rp)) => r
-                                    .max_timestamp_offset(
-                                        rp,
-                                        log.local_log_start_offset(),
-                                        local.map(|(_, ts)| ts).unwrap_or(i64::MIN),
-                                    )
-                                    .await
-                                    .map(|remote| remote.or(local))
-                                    .map_err(LookupError::from),
-                                None => Ok(local),
-                            },
-                            Err(e) => Err(e.into()),
-                        },
-                        ts if ts >= 0 => {
-                            let remote = match &rp {
-                                Some((r, rp)) => r
-                                    .offset_for_timestamp(rp, ts, log.local_log_start_offset())
-                                    .await
-                                    .map_err(LookupError::from),
-                                None => Ok(None),
-                            };
-                            match remote {
-                                Ok(Some(found)) => Ok(Some(found)),
-                                Ok(None) => log.offset_for_timestamp(ts).map_err(LookupError::from),
-                                Err(e) => Err(e),
-                            }
-                        }
-                        _ => {
-                            // Unknown special timestamps (clients are
-                            // refused above, by timestamp_supported).
-                            pr.error_code = ResponseError::UnsupportedVersion.code();
-                            Ok(None)
-                        }
-                    };
-                    let found = match (p.timestamp, found) {
-                        (MAX_TIMESTAMP, Ok(Some((offset, _)))) | (0.., Ok(Some((offset, _))))
-                            if offset >= fetchable =>
-                        {
-                            Ok(None)
-                        }
-                        // Found in a segment whose head DeleteRecords cut
-                        // off: the first offset still there.
-                        (0.., Ok(Some((offset, ts)))) if offset < log.log_start_offset() => {
-                            Ok(Some((log.log_start_offset(), ts)))
-                        }
-                        (_, found) => found,
-                    };
-                    match found {
-                        Ok(Some((offset, ts))) => {
-                            pr.offset = offset;
-                            pr.timestamp = ts;
-                            if version >= 4 {
-                                pr.leader_epoch = log.leader_epoch();
-                            }
-                        }
-                        Ok(None) => {}
-                        Err(e) => {
-                            tracing::error!(topic = %log.topic(), error = %e, "offset lookup failed");
-                            pr.error_code = ResponseError::KafkaStorageError.code();
-                        }
+            let found = b
+                .replicas
+                .list_offset(
+                    &out.name.0,
+                    p.partition_index,
+                    p.timestamp,
+                    p.current_leader_epoch,
+                    read_committed,
+                )
+                .await;
+            match found {
+                Ok(Some(f)) => {
+                    pr.offset = f.offset;
+                    pr.timestamp = f.timestamp;
+                    if version >= 4 {
+                        pr.leader_epoch = f.leader_epoch;
                     }
                 }
+                Ok(None) => {}
+                Err(code) => pr.error_code = code.code(),
             }
             out.partitions.push(pr);
         }

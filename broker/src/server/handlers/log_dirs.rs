@@ -19,45 +19,30 @@ pub async fn handle(
     b: &Broker,
 ) -> DescribeLogDirsResponse {
     let mut r = DescribeLogDirsResponse::default();
-    let mut dir = DescribeLogDirsResult::default();
-    dir.log_dir = s(b.logs.data_dir().display().to_string());
-    let (total, usable) = file_system_bytes(b.logs.data_dir()).unwrap_or((-1, -1));
-    dir.total_bytes = total;
-    dir.usable_bytes = usable;
     // None: every partition; a list: those of it this broker hosts.
     let wanted: Option<Vec<(String, Vec<i32>)>> = req.topics.map(|ts| {
         ts.into_iter()
             .map(|t| (t.topic.0.to_string(), t.partitions))
             .collect()
     });
-    let mut topics = b.logs.topics();
-    topics.sort_by(|a, b| a.name.cmp(&b.name));
-    for topic in topics {
-        let only: Option<&Vec<i32>> = match &wanted {
-            None => None,
-            Some(w) => match w.iter().find(|(name, _)| *name == topic.name) {
-                Some((_, parts)) => Some(parts),
-                None => continue,
-            },
-        };
+    let view = b.replicas.log_dirs(wanted.as_deref());
+    let mut dir = DescribeLogDirsResult::default();
+    dir.log_dir = s(view.dir.display().to_string());
+    let (total, usable) = file_system_bytes(&view.dir).unwrap_or((-1, -1));
+    dir.total_bytes = total;
+    dir.usable_bytes = usable;
+    for (name, partitions) in view.topics {
         let mut out = DescribeLogDirsTopic::default();
-        out.name = TopicName(s(topic.name.clone()));
-        let mut logs = topic.partitions();
-        logs.sort_by_key(|l| l.partition());
-        for log in logs {
-            if only.is_some_and(|p| !p.contains(&log.partition())) {
-                continue;
-            }
+        out.name = TopicName(s(name));
+        for (partition, size) in partitions {
             let mut p = DescribeLogDirsPartition::default();
-            p.partition_index = log.partition();
-            p.partition_size = log.size_bytes() as i64;
+            p.partition_index = partition;
+            p.partition_size = size as i64;
             p.offset_lag = 0;
             p.is_future_key = false;
             out.partitions.push(p);
         }
-        if !out.partitions.is_empty() {
-            dir.topics.push(out);
-        }
+        dir.topics.push(out);
     }
     r.results.push(dir);
     r

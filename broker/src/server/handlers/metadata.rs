@@ -13,8 +13,9 @@ use uuid::Uuid;
 use super::{s, NO_AUTHORIZED_OPERATIONS};
 use crate::cluster::records::TopicRecord;
 use crate::cluster::view::ClusterSnapshot;
-use crate::log_manager::{validate_topic_name, TopicError};
 use crate::server::{topic_admin, Broker};
+use crate::topic_error::TopicError;
+use crate::topic_name::validate_topic_name;
 
 /// Every operation Kafka supports on a topic (READ, WRITE, CREATE, DELETE,
 /// ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS), as the bit field a
@@ -143,7 +144,7 @@ async fn handle_topics(req: MetadataRequest, version: i16, b: &Broker) -> Metada
                 r.topics.push(error_topic(
                     Some(name),
                     Uuid::nil(),
-                    crate::server::handlers::topics::error_code(&e).code(),
+                    crate::server::topic_admin::error_code(&e).code(),
                 ));
             }
         }
@@ -160,37 +161,24 @@ fn error_topic(name: Option<String>, id: Uuid, code: i16) -> MetadataResponseTop
     t
 }
 
-/// A topic as the cluster store knows it: each partition's leader, leader
-/// epoch, replicas, in-sync replicas and replicas on brokers not alive.
+/// A topic as the cluster store knows it (`topic_admin::topic_view`).
 fn describe(name: &str, topic: &TopicRecord, snap: &ClusterSnapshot) -> MetadataResponseTopic {
-    let mut t = error_topic(Some(name.to_string()), topic.id, 0);
-    t.is_internal = crate::topic_name::is_coordinator_topic(name);
-    t.partitions = (0..topic.partitions)
+    let view = topic_admin::topic_view(name, topic, snap);
+    let mut t = error_topic(Some(view.name), view.id, 0);
+    t.is_internal = view.internal;
+    t.partitions = view
+        .partitions
+        .into_iter()
         .map(|p| {
             let mut mp = MetadataResponsePartition::default();
-            mp.partition_index = p;
-            match snap.partition(name, p) {
-                Some(e) => {
-                    let st = &e.state;
-                    mp.leader_id = BrokerId(st.leader);
-                    mp.leader_epoch = st.leader_epoch;
-                    mp.replica_nodes = st.replicas.iter().map(|&id| BrokerId(id)).collect();
-                    mp.isr_nodes = st.isr.iter().map(|&id| BrokerId(id)).collect();
-                    mp.offline_replicas = st
-                        .replicas
-                        .iter()
-                        .filter(|id| !snap.brokers.contains_key(id))
-                        .map(|&id| BrokerId(id))
-                        .collect();
-                    if st.leader < 0 {
-                        mp.error_code = ResponseError::LeaderNotAvailable.code();
-                    }
-                }
-                None => {
-                    mp.leader_id = BrokerId(-1);
-                    mp.leader_epoch = -1;
-                    mp.error_code = ResponseError::LeaderNotAvailable.code();
-                }
+            mp.partition_index = p.partition;
+            mp.leader_id = BrokerId(p.leader);
+            mp.leader_epoch = p.leader_epoch;
+            mp.replica_nodes = p.replicas.into_iter().map(BrokerId).collect();
+            mp.isr_nodes = p.isr.into_iter().map(BrokerId).collect();
+            mp.offline_replicas = p.offline.into_iter().map(BrokerId).collect();
+            if p.leader < 0 {
+                mp.error_code = ResponseError::LeaderNotAvailable.code();
             }
             mp
         })

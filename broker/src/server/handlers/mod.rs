@@ -15,7 +15,6 @@ pub mod metadata;
 pub mod produce;
 pub mod producer;
 pub mod reassignments;
-pub mod replica_fetch;
 pub mod topics;
 pub mod txn;
 pub mod txn_admin;
@@ -28,13 +27,6 @@ pub(crate) fn s(v: impl Into<String>) -> StrBytes {
 
 /// Kafka's "authorized operations not requested" sentinel.
 pub(crate) const NO_AUTHORIZED_OPERATIONS: i32 = i32::MIN;
-
-/// Runs blocking storage work (file creation, fsync) off the async workers.
-pub(crate) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Option<T> {
-    tokio::task::spawn_blocking(f).await.ok()
-}
 
 /// The `name = value` pairs of a request's config entries; entries without
 /// a value are left out (as Kafka reads CreateTopics and AlterConfigs).

@@ -14,25 +14,8 @@ use uuid::Uuid;
 
 use super::s;
 use crate::config::{self, TOPIC_CONFIGS};
-use crate::log_manager::TopicError;
+use crate::server::topic_admin::error_code;
 use crate::server::{topic_admin, Broker};
-
-pub fn error_code(e: &TopicError) -> ResponseError {
-    match e {
-        TopicError::AlreadyExists(_) => ResponseError::TopicAlreadyExists,
-        TopicError::UnknownTopic(_) => ResponseError::UnknownTopicOrPartition,
-        TopicError::InvalidName(_) => ResponseError::InvalidTopicException,
-        TopicError::InvalidPartitions(_) => ResponseError::InvalidPartitions,
-        TopicError::InvalidReplicationFactor(_) => ResponseError::InvalidReplicationFactor,
-        TopicError::InvalidConfig(_) => ResponseError::InvalidConfig,
-        TopicError::DeletionDisabled => ResponseError::TopicDeletionDisabled,
-        TopicError::Unavailable(_) => ResponseError::RequestTimedOut,
-        TopicError::Io(_)
-        | TopicError::Log(_)
-        | TopicError::Encode(_)
-        | TopicError::Interrupted => ResponseError::KafkaStorageError,
-    }
-}
 
 pub async fn create_topics(
     req: CreateTopicsRequest,
@@ -50,12 +33,7 @@ pub async fn create_topics(
     // Names already answered (a duplicate gets one result, as in Kafka).
     let mut answered = HashSet::new();
     // Existing topics, for Kafka's '.'/'_' collision rule.
-    let existing: Vec<String> = {
-        let snap = b.cluster.view.snapshot();
-        let mut v: Vec<String> = snap.topics.keys().cloned().collect();
-        v.extend(b.logs.topics().iter().map(|t| t.name.clone()));
-        v
-    };
+    let existing = topic_admin::existing_topic_names(b);
     for t in req.topics {
         let name = t.name.0.to_string();
         if !answered.insert(name.clone()) {
@@ -76,7 +54,7 @@ pub async fn create_topics(
                 ResponseError::InvalidConfig,
                 format!("Null value not supported for topic configs: {}", c.name),
             ))
-        } else if let Some(other) = colliding(&name, &existing) {
+        } else if let Some(other) = topic_admin::colliding(&name, &existing) {
             Err((
                 ResponseError::InvalidTopicException,
                 format!("Topic '{name}' collides with existing topic: {other}"),
@@ -140,25 +118,27 @@ pub async fn create_topics(
     r
 }
 
-/// An existing topic whose name equals `name` once '.' and '_' are the same
-/// character (they collide in metric names): Kafka refuses the new topic.
-fn colliding<'a>(name: &str, existing: &'a [String]) -> Option<&'a str> {
-    let key = name.replace('.', "_");
-    existing
-        .iter()
-        .find(|e| e.as_str() != name && e.replace('.', "_") == key)
-        .map(String::as_str)
-}
-
 #[cfg(test)]
 mod collision_tests {
     #[test]
     fn period_and_underscore_collide() {
         let existing = vec!["a.b".to_string(), "c_d".to_string()];
-        assert_eq!(super::colliding("a_b", &existing), Some("a.b"));
-        assert_eq!(super::colliding("c.d", &existing), Some("c_d"));
-        assert_eq!(super::colliding("a.b", &existing), None);
-        assert_eq!(super::colliding("x_y", &existing), None);
+        assert_eq!(
+            crate::server::topic_admin::colliding("a_b", &existing),
+            Some("a.b")
+        );
+        assert_eq!(
+            crate::server::topic_admin::colliding("c.d", &existing),
+            Some("c_d")
+        );
+        assert_eq!(
+            crate::server::topic_admin::colliding("a.b", &existing),
+            None
+        );
+        assert_eq!(
+            crate::server::topic_admin::colliding("x_y", &existing),
+            None
+        );
     }
 }
 
@@ -250,10 +230,6 @@ pub async fn delete_topics(
             )),
         };
         let outcome = match resolved {
-            Ok(n) if crate::topic_name::is_coordinator_topic(&n) => Err((
-                ResponseError::InvalidRequest,
-                format!("Cannot delete internal topic {n}"),
-            )),
             Ok(n) => match topic_admin::delete_topic(b, &n).await {
                 Ok(id) => {
                     if version >= 6 {

@@ -57,8 +57,7 @@ async fn add_partitions_one(
         .collect();
     // The coordinator need not host the partitions: the store knows them.
     let snap = b.cluster.view.snapshot();
-    let unknown =
-        |t: &str, p: i32| b.logs.partition(t, p).is_none() && snap.partition(t, p).is_none();
+    let unknown = |t: &str, p: i32| !b.replicas.hosts(t, p) && snap.partition(t, p).is_none();
     let any_unknown = wanted.iter().any(|(t, p)| unknown(t, *p));
     // KIP-890: the partitions must already be in the open transaction
     // (a partition leader asks before a producer's first write there).

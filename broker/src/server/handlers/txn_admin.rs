@@ -11,15 +11,10 @@ use kafka_protocol::messages::write_txn_markers_response::{
     WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
 };
 use kafka_protocol::messages::*;
-use kafka_protocol::ResponseError;
 
 use super::s;
-use crate::log::control::{Marker, MarkerType};
-use crate::log::group_commit::CommitWait;
-use crate::log::producer_state::SequenceError;
-use crate::log::LogError;
+use crate::partition::admin::MarkerRequest;
 use crate::server::Broker;
-use crate::txn::completion::MarkerWriteError;
 
 pub async fn describe_producers(
     req: DescribeProducersRequest,
@@ -32,17 +27,13 @@ pub async fn describe_producers(
         for p in t.partition_indexes {
             let mut pr = PartitionResponse::default();
             pr.partition_index = p;
-            match b.logs.partition(&t.name, p) {
-                None => {
-                    pr.error_code = ResponseError::UnknownTopicOrPartition.code();
-                    pr.error_message = Some(s(format!(
-                        "This server does not host this topic-partition: {}-{p}",
-                        t.name.0
-                    )));
+            match b.replicas.describe_producers(&t.name, p) {
+                Err((code, message)) => {
+                    pr.error_code = code.code();
+                    pr.error_message = Some(s(message));
                 }
-                Some(log) => {
-                    pr.active_producers = log
-                        .active_producers()
+                Ok(producers) => {
+                    pr.active_producers = producers
                         .into_iter()
                         .map(|a| {
                             let mut ps = ProducerState::default();
@@ -74,12 +65,10 @@ pub async fn write_txn_markers(
     let timeout =
         std::time::Duration::from_millis(b.config.i64("offsets.commit.timeout.ms").max(1) as u64);
     for m in req.markers {
-        let marker = Marker {
-            kind: if m.transaction_result {
-                MarkerType::Commit
-            } else {
-                MarkerType::Abort
-            },
+        let marker = MarkerRequest {
+            producer_id: m.producer_id.0,
+            producer_epoch: m.producer_epoch,
+            commit: m.transaction_result,
             coordinator_epoch: m.coordinator_epoch,
         };
         let mut out = WritableTxnMarkerResult::default();
@@ -87,46 +76,13 @@ pub async fn write_txn_markers(
         for t in m.topics {
             let mut tr = WritableTxnMarkerTopicResult::default();
             for p in t.partition_indexes {
-                // Only the partition's leader writes its marker (a
-                // coordinator that asked the wrong broker asks again).
-                if let Some(e) = b.not_leader(&t.name, p) {
-                    let mut pr = WritableTxnMarkerPartitionResult::default();
-                    pr.partition_index = p;
-                    pr.error_code = e.code();
-                    tr.partitions.push(pr);
-                    continue;
-                }
-                let written =
-                    b.txns
-                        .write_marker(&t.name, p, m.producer_id.0, m.producer_epoch, marker);
-                let code = match written {
-                    Ok(Some(w)) => match w.log.wait_committed(w.end, w.leader_epoch, timeout).await
-                    {
-                        CommitWait::Committed => 0,
-                        CommitWait::TimedOut => ResponseError::RequestTimedOut.code(),
-                        CommitWait::NotLeader => ResponseError::NotLeaderOrFollower.code(),
-                    },
-                    Ok(None) => ResponseError::UnknownTopicOrPartition.code(),
-                    Err(MarkerWriteError::GroupsLoading(_)) => {
-                        ResponseError::CoordinatorLoadInProgress.code()
-                    }
-                    Err(MarkerWriteError::Log(LogError::Marker(
-                        SequenceError::CoordinatorFenced { .. },
-                    ))) => ResponseError::TransactionCoordinatorFenced.code(),
-                    Err(MarkerWriteError::Log(LogError::Marker(_))) => {
-                        ResponseError::InvalidProducerEpoch.code()
-                    }
-                    Err(MarkerWriteError::Log(LogError::Closed | LogError::NotLeader)) => {
-                        ResponseError::NotLeaderOrFollower.code()
-                    }
-                    Err(e) => {
-                        tracing::error!(topic = %t.name.0, partition = p, error = %e, "WriteTxnMarkers failed");
-                        ResponseError::KafkaStorageError.code()
-                    }
-                };
+                let written = b
+                    .replicas
+                    .write_txn_marker(&t.name, p, marker, timeout)
+                    .await;
                 let mut pr = WritableTxnMarkerPartitionResult::default();
                 pr.partition_index = p;
-                pr.error_code = code;
+                pr.error_code = written.err().map_or(0, |e| e.code());
                 tr.partitions.push(pr);
             }
             tr.name = t.name;
