@@ -46,7 +46,7 @@ def test_etcd_member_and_quorum_loss_under_a_replicated_load(broker_factory, etc
     wait_for("every replica in sync", all_in_sync, timeout=30)
     states = {p: store_partition(etcd3, prefix, topic, p) for p in range(PARTITIONS)}
     load = Load(",".join(b.bootstrap for b in bs.values()), topic)
-    time.sleep(2)
+    wait_for("the load acknowledging on every partition", lambda: all(load.acked.values()), timeout=30)
     _, controller = brokers_seen(bs[1])
 
     # One member of three gone, for longer than a session.

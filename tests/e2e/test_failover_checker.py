@@ -131,7 +131,8 @@ def test_repeated_leader_kills_lose_nothing_and_fail_over_in_seconds(broker_fact
     load = TimedLoad(bootstrap, topic)
     group_id = kutil.unique("grp")
     group = Group(bootstrap, topic, group_id)
-    time.sleep(3)
+    wait_for("the load acknowledging and the group consuming on every partition",
+             lambda: all(load.acked[p] and group.seen[p] for p in range(PARTITIONS)), timeout=60)
 
     failover_s = []
     for r in range(FAILOVER_ROUNDS):
@@ -154,6 +155,10 @@ def test_repeated_leader_kills_lose_nothing_and_fail_over_in_seconds(broker_fact
         time.sleep(1)
     time.sleep(2)
     load.finish()
+    # The group reads to the end of what was acknowledged before it leaves.
+    wait_for("the group to consume every acknowledged record", lambda: all(
+        max((o for o, _ in list(group.seen[p])), default=-1) + 1 >= len(load.acked[p]) for p in range(PARTITIONS)),
+        timeout=60)
     group.finish()
 
     assert not load.errors, load.errors[:5]

@@ -126,14 +126,16 @@ def test_a_consumer_reads_history_and_tail_from_the_replica_in_its_rack(broker_f
     # there too (the follower's high watermark moves with the leader's).
     c = consumer(bs[leader], rack(follower))
     tail_done = threading.Event()
+    history_read = threading.Event()
 
     def produce_tail():
-        time.sleep(1.0)
+        # once the consumer has read the history it waits on the follower
+        history_read.wait(120)
         produce(bs[leader], topic, COUNT, 200)
         tail_done.set()
     t = threading.Thread(target=produce_tail)
     t.start()
-    got = read(c, topic, COUNT + 200)
+    got = read(c, topic, COUNT + 200, on_each=lambda n: n == COUNT and history_read.set())
     t.join()
     c.close()
     assert got == expected(COUNT + 200)

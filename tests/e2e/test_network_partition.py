@@ -111,7 +111,7 @@ def test_a_cut_off_leader_acknowledges_nothing_and_rejoins_after_truncating(tmp_
         # reset: the client gives up on it after request.timeout.ms
         # (librdkafka's default 30 s) and retries at the new leader.
         load = Load(f"{bs[2].bootstrap},{bs[3].bootstrap}", topic, **{"request.timeout.ms": 5000})
-        time.sleep(2)
+        wait_for("the load acknowledging on every partition", lambda: all(load.acked.values()), timeout=30)
 
         net.cut()
         cut_at = time.monotonic()

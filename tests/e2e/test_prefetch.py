@@ -88,6 +88,23 @@ def wait_idle(b, timeout: float = 30.0) -> dict[str, float]:
     return tu.wait_for(idle, timeout, "the historical read path idle (no GET in flight or waiting)")
 
 
+def wait_disk_cache_written(cache_dir, nonempty: bool, timeout: float = 30.0):
+    """Wait until the disk cache's writer has caught up: the blocks allocated
+    under cache_dir (foyer creates its files at full size, sparse) did not
+    change for a second, and, if `nonempty`, some were written."""
+    def allocated() -> int:
+        if not cache_dir.is_dir():
+            return 0
+        return sum(f.stat().st_blocks for f in cache_dir.rglob("*") if f.is_file()) * 512
+
+    def settled():
+        before = allocated()
+        time.sleep(1.0)
+        now = allocated()
+        return (now == before and (now > 0 or not nonempty)), f"{before} -> {now} bytes allocated under {cache_dir}"
+    tu.wait_for(settled, timeout, f"the disk cache's writer to catch up ({cache_dir})")
+
+
 def broker_resource() -> ConfigResource:
     return ConfigResource(ResourceType.BROKER, "0")
 
@@ -498,7 +515,7 @@ def test_disk_cache(h):
     m0 = pf_metrics(b)
     h.read_all("disk-a", timeout=60)
     m1 = wait_idle(b)
-    time.sleep(1.0)  # let the disk cache's writer catch up
+    wait_disk_cache_written(cache_dir, nonempty=True)
     h.read_all("disk-b", timeout=60)
     m2 = wait_idle(b)
     d1, d2 = delta(m1, m0), delta(m2, m1)
@@ -530,7 +547,7 @@ def test_disk_cache_write_rate_limit(h):
     m0 = pf_metrics(b)
     h.read_all("limited-a", timeout=60)
     m1 = wait_idle(b)
-    time.sleep(1.0)
+    wait_disk_cache_written(b.data_dir / "remote-cache", nonempty=False)
     h.read_all("limited-b", timeout=60)
     m2 = wait_idle(b)
     d2 = delta(m2, m1)
@@ -745,7 +762,11 @@ def test_bulk_pause(h):
         kutil.wait_until(lambda: kutil.describe_group(adm, bulk_group).state.name == "STABLE", 30,
                          what=f"group {bulk_group} stable")
         time.sleep(4.0)
-        waiting = pf_metrics(b)
+
+        def bulk_read_waiting():
+            m = pf_metrics(b)
+            return (m if m["strata_remote_reads_paused"] > 0 else None), m
+        waiting = tu.wait_for(bulk_read_waiting, 30, "a bulk read waiting while paused (strata_remote_reads_paused)")
         # a raw Fetch by the bulk client id: empty, no error, after max_wait
         t0 = time.monotonic()
         with wire.KafkaConn.to(b.bootstrap, client_id="archiver") as c:
@@ -996,7 +1017,11 @@ def test_adaptive_history_rate(h):
 
         # Turned off at run time: no limit, while the producer still writes.
         alter_broker(adm, {ADAPTIVE[0]: "false"})
-        time.sleep(0.5)
+
+        def unlimited():
+            v = next(v for name, _, v in tu.scrape(b) if name == RATE_LIMIT)
+            return v == 0, f"{RATE_LIMIT}={v}"
+        tu.wait_for(unlimited, 30, f"no limit once {ADAPTIVE[0]}=false")
         stop = threading.Event()
         sampler = threading.Thread(target=sample_rate_limit, args=(b, stop, off_samples), daemon=True)
         sampler.start()

@@ -118,7 +118,7 @@ def test_a_stopped_follower_stalls_isr_acks_but_not_quorum_acks(broker_factory, 
         wait_for(f"{t} in sync", lambda t=t: (lambda p: p and len(p[0][2]) == 3)(partitions(bs[1], t)))
     bootstrap = ",".join(b.bootstrap for b in bs.values())
     loads = {t: Acks(bootstrap, t) for t in (isr_topic, quorum_topic)}
-    time.sleep(2)
+    wait_for("both producers acknowledged", lambda: all(l.acked for l in loads.values()), timeout=30)
 
     os.kill(bs[3].pid, signal.SIGSTOP)
     stopped = time.monotonic()
@@ -145,7 +145,7 @@ def test_a_stopped_follower_stalls_isr_acks_but_not_quorum_acks(broker_factory, 
     # A controlled shutdown of the leader: the quorum topic's leadership
     # moves through the fence and the replicas' reports, no request fails.
     load = Acks(bootstrap, quorum_topic, first_key=1_000_000)
-    time.sleep(1)
+    wait_for("the producer acknowledged", lambda: load.acked, timeout=30)
     epoch = store_partition(etcd, prefix, quorum_topic)["leader_epoch"]
     assert bs[1].stop() == 0, bs[1].log_tail()
     assert "still_led=0" in bs[1].log_text(), bs[1].log_tail()
@@ -183,7 +183,7 @@ def test_a_leader_restarted_on_an_empty_disk_hands_its_partition_over(broker_fac
     wait_for("in sync", lambda: (lambda p: p and len(p[0][2]) == 3)(partitions(bs[1], topic)))
     bootstrap = ",".join(b.bootstrap for b in bs.values())
     load = Acks(bootstrap, topic)
-    time.sleep(2)
+    wait_for("the producer acknowledged", lambda: load.acked, timeout=30)
     before = store_partition(etcd, prefix, topic)
     assert before["leader"] == 1, before
 

@@ -117,7 +117,7 @@ def test_partitions_move_to_a_new_broker_under_load(broker_factory, etcd):
     # Partition 0 loses its leader to broker 4; partition 1 a follower.
     targets = {0: [4, r0[1]], 1: [r1[0], 4]}
     load = Load(",".join(b.bootstrap for b in bs.values()), topic)
-    time.sleep(1)
+    wait_for("the load acknowledging on every partition", lambda: all(load.acked.values()), timeout=30)
     result = kafkajs(bs[2].bootstrap, "reassign", topic=topic,
                      assignments=[{"partition": p, "replicas": t} for p, t in targets.items()])
     assert result == {"errors": []}, result
@@ -193,6 +193,8 @@ def test_a_stuck_reassignment_is_listed_and_cancelled(broker_factory, etcd):
     assert ongoing(bs[original[0]].bootstrap, topic) == {}
     assert alter_raw(bs[original[1]].bootstrap, topic, 0, None) == NO_REASSIGNMENT_IN_PROGRESS
     # The dead broker is no live broker now: it is refused as a target.
+    wait_for(f"broker {spare}'s session expired", lambda: spare not in admin(bs[original[1]]).list_topics(
+        timeout=10).brokers, timeout=30)
     assert alter_raw(bs[original[1]].bootstrap, topic, 0, target) == INVALID_REPLICA_ASSIGNMENT
 
 

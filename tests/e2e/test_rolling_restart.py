@@ -111,7 +111,7 @@ def test_a_rolling_restart_under_load_fails_no_request(broker_factory, etcd):
                                                     for leader, _, isr in ps.values())
     wait_for("every replica in sync", all_in_sync, timeout=30)
     load = Load(",".join(b.bootstrap for b in bs.values()), topic)
-    time.sleep(2)
+    wait_for("the load acknowledging on every partition", lambda: all(load.acked.values()), timeout=30)
     stops = {}
     for n, b in bs.items():
         led = [p for p in range(PARTITIONS) if store_partition(etcd, prefix, topic, p)["leader"] == n]
