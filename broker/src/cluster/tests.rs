@@ -228,6 +228,11 @@ async fn election(store: Arc<dyn ClusterStore>) {
     for (c, _) in &members {
         wait_until("every broker sees three", || c.live_brokers().len() == 3).await;
     }
+    // The winner's role follows its win in the store a moment later.
+    wait_until("a controller active", || {
+        members.iter().any(|(c, _)| c.is_controller())
+    })
+    .await;
     let active: Vec<i32> = members
         .iter()
         .filter(|(c, _)| c.is_controller())
@@ -263,6 +268,14 @@ async fn election(store: Arc<dyn ClusterStore>) {
         })
         .await;
     }
+    // The store names the new controller a moment before its own role
+    // says so.
+    wait_until("the new controller active", || {
+        members
+            .iter()
+            .any(|(c, _)| matches!(*c.role.borrow(), Role::Active { .. }))
+    })
+    .await;
     let new_epoch = members
         .iter()
         .find_map(|(c, _)| match *c.role.borrow() {

@@ -26,12 +26,11 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use strata_catalog::RemoteSegment;
 use strata_format::compaction::{clean_batch, for_each_record, CleanPolicy, Cleaned};
 
 use super::aborted_ranges::AbortedRanges;
 use super::batch::{BatchHeader, BatchScanner};
-use super::cleaner_remote::{OpenedSegment, RemotePass, RemoteView};
+use super::cleaner_remote::{OpenedSegment, RemotePass, RemoteSegmentInfo, RemoteView};
 use super::partition_log::{fsync_dir, settings, LogError, PartitionLog};
 use super::segment::{
     file_stem, LogSegment, SegmentSlice, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX,
@@ -73,7 +72,7 @@ enum Source {
     Local(SegmentSlice),
     /// In the bucket; `local_copy` is the same segment inside the hot window.
     Remote {
-        segment: RemoteSegment,
+        segment: RemoteSegmentInfo,
         local_copy: Option<SegmentSlice>,
     },
 }
@@ -111,10 +110,7 @@ impl PartitionLog {
         if !cfg.compacted || self.is_closed() {
             return None;
         }
-        let remote = self
-            .tiered_part()
-            .map(|p| p.remote.manifest().segments.clone())
-            .unwrap_or_default();
+        let remote = self.tiered_part().map(|p| p.segments()).unwrap_or_default();
         let (segments, first_dirty) = self.cleanable_segments(now, &cfg, &remote);
         judge(&segments, first_dirty, now, &cfg)
     }
@@ -126,7 +122,7 @@ impl PartitionLog {
         &self,
         now: i64,
         cfg: &crate::config::TopicConfig,
-        remote: &[RemoteSegment],
+        remote: &[RemoteSegmentInfo],
     ) -> (Vec<SegmentView>, i64) {
         let checkpoint = CleanerCheckpoint::load(self.dir());
         let inner = self.lock();

@@ -10,8 +10,9 @@
 //! replaced are dropped, and one conditional PUT of the manifest swaps the
 //! cleaned segments in.
 //!
-//! Owns the download directory and the glue to `strata-tiering`; never
-//! decides which records stay (that is `cleaner.rs` and
+//! Owns the download directory; the bucket is reached through the
+//! [`TieredPart`] the broker attached (the log knows no tiering crate).
+//! Never decides which records stay (that is `cleaner.rs` and
 //! `strata_format::compaction`).
 
 use std::fs;
@@ -20,12 +21,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use strata_catalog::RemoteSegment;
-use strata_tiering::{CompactionLease, SealedSegment};
-
 use super::partition_log::{LogError, PartitionLog};
 use super::segment::{file_stem, SegmentSlice, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
-pub use super::tiered_part::TieredPart;
+pub use super::tiered_part::{
+    CleanedSegmentFiles, RemoteLease, RemotePartError, RemoteSegmentInfo, TieredPart,
+};
 
 /// Where remote segments are downloaded for a pass (removed at each start).
 pub const DOWNLOAD_DIR: &str = "cleaner.remote";
@@ -33,11 +33,11 @@ pub const DOWNLOAD_DIR: &str = "cleaner.remote";
 impl PartitionLog {
     /// Attaches the bucket's side of this log: from now on a cleaning pass
     /// covers the remote segments too.
-    pub fn attach_tiered_part(&self, part: TieredPart) {
-        *self.tiered_part.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(part));
+    pub fn attach_tiered_part(&self, part: Arc<dyn TieredPart>) {
+        *self.tiered_part.write().unwrap_or_else(|e| e.into_inner()) = Some(part);
     }
 
-    pub fn tiered_part(&self) -> Option<Arc<TieredPart>> {
+    pub fn tiered_part(&self) -> Option<Arc<dyn TieredPart>> {
         self.tiered_part
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -53,8 +53,8 @@ impl PartitionLog {
 
 /// One pass's hold on the remote part.
 pub(super) struct RemotePass {
-    part: Arc<TieredPart>,
-    lease: CompactionLease,
+    part: Arc<dyn TieredPart>,
+    lease: Box<dyn RemoteLease>,
     downloads: PathBuf,
 }
 
@@ -83,9 +83,9 @@ impl Drop for OpenedSegment {
 pub(super) enum RemoteView {
     /// The log is all local: nothing in the bucket and remote storage off.
     /// The lease is held for the pass, so tiering cannot start under it.
-    Local(CompactionLease),
+    Local(Box<dyn RemoteLease>),
     /// These remote segments come first in the log.
-    Segments(RemotePass, Vec<RemoteSegment>),
+    Segments(RemotePass, Vec<RemoteSegmentInfo>),
     /// The catalog is not claimed yet, or a tiering round holds it: no
     /// pass now.
     NotReady,
@@ -94,14 +94,14 @@ pub(super) enum RemoteView {
 impl RemotePass {
     /// Takes the partition's catalog writer (not ready while a tiering
     /// round holds it).
-    pub(super) fn begin(part: Arc<TieredPart>, dir: &Path) -> io::Result<RemoteView> {
-        let Some(lease) = part.manager.try_compaction_lease(&part.remote) else {
+    pub(super) fn begin(part: Arc<dyn TieredPart>, dir: &Path) -> io::Result<RemoteView> {
+        let Some(lease) = part.try_lease() else {
             return Ok(RemoteView::NotReady);
         };
         if lease.nothing_remote() {
             return Ok(RemoteView::Local(lease));
         }
-        let Some(segments) = lease.segments().map(<[RemoteSegment]>::to_vec) else {
+        let Some(segments) = lease.segments() else {
             return Ok(RemoteView::NotReady);
         };
         let downloads = dir.join(DOWNLOAD_DIR);
@@ -121,15 +121,11 @@ impl RemotePass {
     /// `.txnindex` objects (one GET for each segment that has one).
     pub(super) fn aborted_transactions(
         &self,
-        segments: &[RemoteSegment],
+        segments: &[RemoteSegmentInfo],
     ) -> Result<Vec<super::txn_index::AbortedTxn>, LogError> {
         let mut out = Vec::new();
-        for seg in segments.iter().filter(|s| s.txn_index_key.is_some()) {
-            let bytes = self
-                .part
-                .runtime
-                .block_on(self.lease.txn_index(seg))
-                .map_err(remote_error)?;
+        for seg in segments.iter().filter(|s| s.has_txn_index) {
+            let bytes = self.lease.txn_index(seg).map_err(remote_error)?;
             out.extend(super::txn_index::decode_entries(&bytes));
         }
         Ok(out)
@@ -138,7 +134,7 @@ impl RemotePass {
     /// The bytes of `seg`: its local copy if there is one, else the object.
     pub(super) fn open(
         &self,
-        seg: &RemoteSegment,
+        seg: &RemoteSegmentInfo,
         local_copy: Option<&SegmentSlice>,
     ) -> Result<OpenedSegment, LogError> {
         if let Some(slice) = local_copy {
@@ -150,7 +146,7 @@ impl RemotePass {
         let path = self
             .downloads
             .join(format!("{}{LOG_SUFFIX}", file_stem(seg.base_offset)));
-        let downloaded = self.part.runtime.block_on(self.lease.download(seg, &path));
+        let downloaded = self.lease.download(seg, &path);
         if let Err(e) = downloaded {
             let _ = fs::remove_file(&path);
             return Err(remote_error(e));
@@ -167,26 +163,20 @@ impl RemotePass {
     /// Uploads the cleaned version of `original`, whose `.log` and indexes
     /// are in `dir` (named by its base offset).
     pub(super) fn upload(
-        &self,
-        original: &RemoteSegment,
+        &mut self,
+        original: &RemoteSegmentInfo,
         dir: &Path,
         max_timestamp: i64,
-    ) -> Result<RemoteSegment, LogError> {
+    ) -> Result<RemoteSegmentInfo, LogError> {
         let stem = file_stem(original.base_offset);
-        let cleaned = SealedSegment {
-            base_offset: original.base_offset,
-            last_offset: original.last_offset,
+        let cleaned = CleanedSegmentFiles {
             max_timestamp,
-            leader_epoch: original.leader_epoch,
             log: dir.join(format!("{stem}{LOG_SUFFIX}")),
             index: dir.join(format!("{stem}{INDEX_SUFFIX}")),
             time_index: dir.join(format!("{stem}{TIME_INDEX_SUFFIX}")),
-            producer_snapshot: None,
-            txn_index: None,
         };
-        self.part
-            .runtime
-            .block_on(self.lease.upload_cleaned(original, &cleaned))
+        self.lease
+            .upload_cleaned(original, &cleaned)
             .map_err(remote_error)
     }
 
@@ -197,19 +187,18 @@ impl RemotePass {
     pub(super) fn commit(
         &mut self,
         log: &PartitionLog,
-        replacements: Vec<(RemoteSegment, Option<RemoteSegment>)>,
+        replacements: Vec<(RemoteSegmentInfo, Option<RemoteSegmentInfo>)>,
         delete_delay: Duration,
     ) -> Result<usize, LogError> {
         let Some(copies_end) = replacements.iter().map(|(o, _)| o.next_offset()).max() else {
             return Ok(0);
         };
         log.delete_segments_before(copies_end)?;
-        let part = self.part.clone();
-        let changed = part
-            .runtime
-            .block_on(self.lease.replace(replacements, delete_delay))
+        let changed = self
+            .lease
+            .replace(replacements, delete_delay)
             .map_err(remote_error)?;
-        log.set_remote_log_start(part.remote.manifest().earliest_offset());
+        log.set_remote_log_start(self.part.earliest_offset());
         Ok(changed)
     }
 }
@@ -220,6 +209,6 @@ impl Drop for RemotePass {
     }
 }
 
-fn remote_error(e: strata_tiering::TieringError) -> LogError {
+fn remote_error(e: RemotePartError) -> LogError {
     LogError::Io(io::Error::other(format!("remote part: {e}")))
 }

@@ -13,10 +13,13 @@ use super::partition_log::{LogError, PartitionLog};
 /// Starts `log.cleaner.threads` OS threads (off the request runtime), each
 /// with its share of the dedupe buffer and of the I/O budget, cleaning the
 /// dirtiest due log of `logs()` and sleeping `log.cleaner.backoff.ms`
-/// when none is due.
+/// when none is due. Each thread first calls `lower_priority` with
+/// `log.cleaner.threads.nice` (the caller's way to lower a thread's
+/// priority; the log knows no scheduler).
 pub fn start_cleaners(
     broker: &crate::config::BrokerConfig,
     logs: impl Fn() -> Vec<Arc<PartitionLog>> + Send + Sync + 'static,
+    lower_priority: fn(i32),
 ) {
     let threads = broker.i64("log.cleaner.threads").max(1) as u64;
     let memory = broker.i64("log.cleaner.dedupe.buffer.size").max(1 << 20) as u64;
@@ -34,7 +37,7 @@ pub fn start_cleaners(
             .spawn(move || {
                 // Cleaning is background work: producers and tail readers
                 // get the CPU first (the prefetcher's threads do the same).
-                strata_prefetch::threads::lower_thread_priority(nice);
+                lower_priority(nice);
                 let mut map = OffsetMap::with_memory(memory / threads);
                 loop {
                     let mut throttle = Throttle::new(rate / threads as f64);

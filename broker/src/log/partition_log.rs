@@ -193,7 +193,7 @@ pub struct PartitionLog {
     /// A cleaner thread holds this partition (`cleaner.rs`).
     pub(super) cleaning: AtomicBool,
     /// The bucket's part, for compaction of a tiered log (`cleaner_remote.rs`).
-    pub(super) tiered_part: std::sync::RwLock<Option<Arc<super::tiered_part::TieredPart>>>,
+    pub(super) tiered_part: std::sync::RwLock<Option<Arc<dyn super::tiered_part::TieredPart>>>,
     /// What the cleaner did to this log.
     pub cleaner_stats: super::cleaner_stats::CleanerStats,
     /// The leader epoch appends are stamped with (`epochs.rs`).

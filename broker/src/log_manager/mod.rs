@@ -666,7 +666,11 @@ impl LogManager {
         });
         if self.broker.bool("log.cleaner.enable") {
             let me = self.clone();
-            crate::log::cleaner::start_cleaners(&self.broker, move || me.cleanable_logs());
+            crate::log::cleaner::start_cleaners(
+                &self.broker,
+                move || me.cleanable_logs(),
+                strata_prefetch::threads::lower_thread_priority,
+            );
         }
         let me = self.clone();
         let interval = Duration::from_millis(

@@ -31,13 +31,13 @@ use strata_tiering::RemotePartition;
 
 use super::ReplicaManager;
 use crate::cluster::view::ClusterSnapshot;
-use crate::log::txn_index::AbortedTxn;
 use crate::log::{Isolation, LogError, PartitionLog, ReadResult};
 use crate::log_manager::Topic;
 use crate::remote::remote_log_reader::{
     RemoteFetch, RemoteFetchOutcome, RemoteFetchPartition, RemoteLogReader,
 };
 use crate::replication::read_replica::{self, ReplicaSelector};
+use strata_format::txn_index::AbortedTxn;
 
 /// How a fetch names a topic: by name (Fetch v0–12) or by id (v13+,
 /// KIP-516).

@@ -14,10 +14,10 @@ use strata_format::batch::{encode_records, validate_all, BatchScanner};
 use strata_format::compaction::{for_each_record, CleanPolicy};
 use strata_tiering::{LocalLog, ManagerOptions, RemoteLogManager, RemotePartition};
 
+use super::compaction_part::BucketPart;
 use super::local_log_view::LocalLogView;
 use crate::config::{BrokerConfig, TopicConfig};
 use crate::log::cleaner::{OffsetMap, Throttle};
-use crate::log::cleaner_remote::TieredPart;
 use crate::log::{PartitionLog, SharedConfig};
 
 struct Tiered {
@@ -83,11 +83,11 @@ fn attach(
         broker: broker.clone(),
     });
     let rp = rt.block_on(manager.add_partition("tid", view));
-    log.attach_tiered_part(TieredPart {
+    log.attach_tiered_part(Arc::new(BucketPart {
         manager,
         remote: rp.clone(),
         runtime: rt.handle().clone(),
-    });
+    }));
     rp
 }
 

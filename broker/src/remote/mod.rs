@@ -8,6 +8,7 @@
 //! [`PartitionLog`](crate::log::PartitionLog)'s tiering methods.
 
 pub mod adaptive_rate;
+pub mod compaction_part;
 pub mod local_log_view;
 pub mod reads;
 pub mod recovery;

@@ -25,7 +25,7 @@ use tokio::time::Instant;
 use super::reads::{Reader, RemoteRead};
 use super::TieredStorage;
 use crate::group::GroupCoordinator;
-use crate::log::txn_index::{decode_entries, AbortedTxn};
+use strata_format::txn_index::{decode_entries, AbortedTxn};
 
 /// Remote reads wait for data at least this long, even when the fetch's
 /// own wait is shorter, so `fetch.wait.max.ms=0` consumers still progress.

@@ -47,11 +47,11 @@ impl TieredStorage {
                         .manager
                         .add_partition(&topic.id.to_string(), tiered)
                         .await;
-                    log.attach_tiered_part(crate::log::cleaner_remote::TieredPart {
+                    log.attach_tiered_part(Arc::new(super::compaction_part::BucketPart {
                         manager: self.manager.clone(),
                         remote,
                         runtime: tokio::runtime::Handle::current(),
-                    });
+                    }));
                 }
             }
             let meta = metadata_of(&topic);

@@ -17,6 +17,8 @@
 //!   per key kept, tombstones until their delete horizon, producer state.
 //! - [`transcode`]: a validated batch re-encoded with the topic's codec
 //!   (`compression.type` other than `producer`), streamed, bounded.
+//! - [`txn_index`]: `.txnindex` entries (aborted transactions), encoded and
+//!   decoded.
 //!
 //! Used by the partition log (`strata-broker`), the historical read path
 //! (`strata-prefetch`) and, for what they will parse, the cleaner and the
@@ -30,4 +32,5 @@ pub mod index;
 pub mod legacy;
 pub mod records;
 pub mod transcode;
+pub mod txn_index;
 pub mod validator;
