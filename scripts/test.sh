@@ -13,12 +13,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each phase ends with a line `==> timing: <phase>: N s wall, M s CPU`
+# (scripts/timed.py), so a run's log shows where its time went.
+timed() { python3 scripts/timed.py "$@"; }
+trap 'echo "==> timing: whole test command: ${SECONDS} s wall (exit $?)"' EXIT
+
 echo "==> building the broker and strata-s3 (release)"
-cargo build --release --locked -p strata-broker -p strata-local-stack
+timed "release build" -- cargo build --release --locked -p strata-broker -p strata-local-stack
 
 # Real clients and a real S3-protocol server (moto) come from PyPI.
 if [ ! -x .venv/bin/pytest ] || [ ! -x .venv/bin/moto_server ] \
-   || ! .venv/bin/python -c 'import confluent_kafka, kafka, pytest, moto, aiokafka, cramjam, snappy, lz4.frame, zstandard, kio, prometheus_client, openapi_core, requests' 2>/dev/null; then
+   || ! .venv/bin/python -c 'import confluent_kafka, kafka, pytest, xdist, moto, aiokafka, cramjam, snappy, lz4.frame, zstandard, kio, prometheus_client, openapi_core, requests' 2>/dev/null; then
   echo "==> installing Python test clients and moto into .venv"
   python3 -m venv .venv
   .venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
@@ -80,12 +85,17 @@ echo "==> import graph: no file imports back into a file that imports it"
 python3 scripts/import_graph.py
 
 echo "==> Rust tests (the object-store tests start moto from .venv)"
-cargo test --workspace --locked
+timed "Rust tests" -- cargo test --workspace --locked
 
+# The Python suites mostly wait (brokers, clusters, session timeouts), so
+# each runs on PYTEST_WORKERS pytest-xdist workers (docs/test-suite.md).
+# A compat file keeps its one broker, so compat is spread file by file.
+WORKERS="${PYTEST_WORKERS:-3}"
 
-echo "==> end-to-end tests with real Kafka clients"
+echo "==> end-to-end tests with real Kafka clients ($WORKERS workers)"
 STRATA_BIN="$PWD/target/release/strata" STRATA_S3_BIN="$PWD/target/release/strata-s3" \
-  .venv/bin/pytest tests/e2e -q --durations=20 "$@"
+  timed "e2e suite" -- .venv/bin/pytest tests/e2e -q -n "$WORKERS" --durations=20 "$@"
 
-echo "==> client compatibility suite (tests/compat)"
-STRATA_BIN="$PWD/target/release/strata" .venv/bin/pytest tests/compat -q --durations=10
+echo "==> client compatibility suite (tests/compat, $WORKERS workers)"
+STRATA_BIN="$PWD/target/release/strata" \
+  timed "compat suite" -- .venv/bin/pytest tests/compat -q -n "$WORKERS" --dist loadfile --durations=10

@@ -98,3 +98,14 @@ def pytest_report_header(config):
     path = strata_bin()
     state = "found" if path.is_file() else "MISSING: every step will fail; run `cargo build --release`"
     return [f"strata binary: {path} ({state})"]
+
+
+# The longest file first: librdkafka's own test suite takes most of the
+# suite's time in one test, so with `pytest -n` (scripts/test.sh) the other
+# files spread over the other workers meanwhile, rather than wait for it at
+# the end. Every worker collects the same order (xdist requires it).
+LONGEST_FIRST = ("test_librdkafka_suite.py",)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    items.sort(key=lambda i: i.path.name not in LONGEST_FIRST)
