@@ -22,6 +22,21 @@ pub struct Marker {
     pub coordinator_epoch: i32,
 }
 
+impl Marker {
+    /// The marker that ends a transaction: commit or abort, written at
+    /// the coordinator's epoch.
+    pub fn ending(commit: bool, coordinator_epoch: i32) -> Self {
+        Marker {
+            kind: if commit {
+                MarkerType::Commit
+            } else {
+                MarkerType::Abort
+            },
+            coordinator_epoch,
+        }
+    }
+}
+
 fn put_varint(out: &mut Vec<u8>, v: i64) {
     let mut z = ((v << 1) ^ (v >> 63)) as u64;
     loop {

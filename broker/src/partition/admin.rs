@@ -12,23 +12,15 @@ use std::time::Duration;
 use kafka_protocol::ResponseError;
 
 use super::ReplicaManager;
-use crate::log::control::{Marker, MarkerType};
+use crate::log::control::Marker;
 use crate::log::group_commit::CommitWait;
 use crate::log::producer_state::SequenceError;
 use crate::log::LogError;
 use crate::txn::completion::MarkerWriteError;
 
-/// A producer with state in a partition (DescribeProducers).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProducerView {
-    pub producer_id: i64,
-    pub producer_epoch: i16,
-    pub last_sequence: i32,
-    pub last_timestamp: i64,
-    pub coordinator_epoch: i32,
-    /// First offset of its open transaction here (-1: none).
-    pub current_txn_start_offset: i64,
-}
+/// A producer with state in a partition (DescribeProducers): the
+/// producer state's own view, which holds plain values.
+pub use crate::log::producer_state::ActiveProducer as ProducerView;
 
 /// A transaction marker to write (WriteTxnMarkers).
 #[derive(Debug, Clone, Copy)]
@@ -62,18 +54,7 @@ impl ReplicaManager {
                 format!("This server does not host this topic-partition: {topic}-{partition}"),
             ));
         };
-        Ok(log
-            .active_producers()
-            .into_iter()
-            .map(|a| ProducerView {
-                producer_id: a.producer_id,
-                producer_epoch: a.producer_epoch,
-                last_sequence: a.last_sequence,
-                last_timestamp: a.last_timestamp,
-                coordinator_epoch: a.coordinator_epoch,
-                current_txn_start_offset: a.current_txn_start_offset,
-            })
-            .collect())
+        Ok(log.active_producers())
     }
 
     /// Writes a transaction marker to `topic`-`partition`, which this
@@ -91,14 +72,7 @@ impl ReplicaManager {
         if let Some(e) = self.not_leader(topic, partition) {
             return Err(e);
         }
-        let marker = Marker {
-            kind: if m.commit {
-                MarkerType::Commit
-            } else {
-                MarkerType::Abort
-            },
-            coordinator_epoch: m.coordinator_epoch,
-        };
+        let marker = Marker::ending(m.commit, m.coordinator_epoch);
         let written =
             self.txns
                 .write_marker(topic, partition, m.producer_id, m.producer_epoch, marker);

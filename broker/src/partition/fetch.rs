@@ -41,9 +41,9 @@ use strata_format::txn_index::AbortedTxn;
 
 /// How a fetch names a topic: by name (Fetch v0–12) or by id (v13+,
 /// KIP-516).
-#[derive(Debug, Clone)]
-pub enum TopicRef {
-    Name(String),
+#[derive(Debug, Clone, Copy)]
+pub enum TopicRef<'a> {
+    Name(&'a str),
     Id(Uuid),
 }
 
@@ -62,14 +62,14 @@ pub struct FetchPartition {
 
 /// A topic a fetch asks for, and its partitions.
 #[derive(Debug, Clone)]
-pub struct FetchTopic {
-    pub topic: TopicRef,
+pub struct FetchTopic<'a> {
+    pub topic: TopicRef<'a>,
     pub partitions: Vec<FetchPartition>,
 }
 
 /// A consumer's fetch, as the handler decoded it.
 #[derive(Debug, Clone)]
-pub struct FetchParams {
+pub struct FetchParams<'a> {
     pub max_wait: Duration,
     pub min_bytes: usize,
     /// The response's byte limit (`usize::MAX`: none).
@@ -78,12 +78,12 @@ pub struct FetchParams {
     /// Fetch v11+ (KIP-392): an in-sync follower may serve the read.
     pub follower_reads: bool,
     /// The consumer's rack (`rack_id`, v11+; empty when not given).
-    pub client_rack: String,
+    pub client_rack: &'a str,
     /// Who fetches (read-ahead streams and priority classes of the
     /// historical read path).
-    pub client_id: String,
+    pub client_id: &'a str,
     /// `/<ip>`, as the group coordinator records members' hosts.
-    pub host: String,
+    pub host: &'a str,
 }
 
 /// One partition's answer.
@@ -154,7 +154,7 @@ struct Target {
 
 impl ReplicaManager {
     /// Serves a consumer's fetch; see the module's note.
-    pub async fn fetch(&self, params: FetchParams, topics: Vec<FetchTopic>) -> FetchResult {
+    pub async fn fetch(&self, params: FetchParams<'_>, topics: Vec<FetchTopic<'_>>) -> FetchResult {
         let deadline = Instant::now() + params.max_wait;
         let selector = ReplicaSelector::from_config(&self.config.value("replica.selector.class"));
         let snap = self.cluster.view.snapshot();
@@ -166,7 +166,7 @@ impl ReplicaManager {
         let redirects = selector == ReplicaSelector::RackAware
             && self.cluster.clustered
             && !params.client_rack.is_empty()
-            && own_rack.as_deref() != Some(params.client_rack.as_str());
+            && own_rack.as_deref() != Some(params.client_rack);
         let serving: BTreeSet<i32> = if redirects {
             snap.live_broker_ids()
                 .difference(&snap.draining_broker_ids())
@@ -179,10 +179,10 @@ impl ReplicaManager {
         for t in topics {
             // The topic's name in the cluster (also when this broker hosts
             // no replica of it, so a misdirected fetch hears who leads).
-            let (topic, missing, cluster_name) = match &t.topic {
+            let (topic, missing, cluster_name) = match t.topic {
                 TopicRef::Id(id) => {
-                    let topic = self.logs.topic_by_id(*id);
-                    let name = snap.topic_by_id(*id).map(|(n, _)| n.to_string());
+                    let topic = self.logs.topic_by_id(id);
+                    let name = snap.topic_by_id(id).map(|(n, _)| n.to_string());
                     let missing = match (&topic, &name) {
                         (None, None) => ResponseError::UnknownTopicId,
                         _ => ResponseError::UnknownTopicOrPartition,
@@ -192,7 +192,7 @@ impl ReplicaManager {
                 TopicRef::Name(name) => (
                     self.logs.topic(name),
                     ResponseError::UnknownTopicOrPartition,
-                    Some(name.clone()),
+                    Some(name.to_string()),
                 ),
             };
             for p in t.partitions {
@@ -224,7 +224,7 @@ impl ReplicaManager {
                         n,
                         p.partition,
                         l,
-                        &params.client_rack,
+                        params.client_rack,
                         p.fetch_offset,
                     ),
                     _ => None,
@@ -381,7 +381,7 @@ impl ReplicaManager {
     /// empty and keeps loading into the cache for the next fetch).
     async fn read_all(
         &self,
-        params: &FetchParams,
+        params: &FetchParams<'_>,
         targets: &[Target],
         deadline: Instant,
     ) -> ReadAll {
@@ -491,8 +491,8 @@ impl ReplicaManager {
         let reader = RemoteLogReader::new(remote, &self.groups);
         let result = reader
             .fetch(RemoteFetch {
-                client_id: &params.client_id,
-                host: &params.host,
+                client_id: params.client_id,
+                host: params.host,
                 partitions,
                 bytes_left: response_max.saturating_sub(total),
                 nothing_local: total == 0,

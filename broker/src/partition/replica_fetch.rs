@@ -41,17 +41,17 @@ impl ReplicaManager {
         &self,
         replica: i32,
         peer: &str,
-        params: FetchParams,
-        topics: Vec<FetchTopic>,
+        params: FetchParams<'_>,
+        topics: Vec<FetchTopic<'_>>,
     ) -> Vec<FetchPartitionData> {
         let deadline = Instant::now() + params.max_wait;
         let snap = self.cluster.view.snapshot();
         let from_broker = is_broker(&snap, replica, peer);
         let mut targets = Vec::new();
         for t in topics {
-            let name = match &t.topic {
-                TopicRef::Id(id) => snap.topic_by_id(*id).map(|(n, _)| n.to_string()),
-                TopicRef::Name(n) => Some(n.clone()),
+            let name = match t.topic {
+                TopicRef::Id(id) => snap.topic_by_id(id).map(|(n, _)| n.to_string()),
+                TopicRef::Name(n) => Some(n.to_string()),
             };
             for p in t.partitions {
                 let log = match &name {

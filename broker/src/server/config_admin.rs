@@ -59,12 +59,7 @@ pub fn describe(
     let mut out = Vec::new();
     match resource_type {
         RESOURCE_TOPIC => {
-            let Some(overrides) = b.topic_overrides(resource_name) else {
-                return Err((
-                    ResponseError::UnknownTopicOrPartition,
-                    format!("Topic {resource_name} does not exist"),
-                ));
-            };
+            let overrides = topic_overrides(b, resource_name)?;
             for d in TOPIC_CONFIGS.iter().filter(|d| keep(d)) {
                 let (value, source) = config::effective(&b.config, &overrides, d.name);
                 out.push(DescribedConfig {
@@ -77,15 +72,7 @@ pub fn describe(
             }
         }
         RESOURCE_BROKER => {
-            if !resource_name.is_empty() && resource_name != b.node_id.to_string() {
-                return Err((
-                    ResponseError::InvalidRequest,
-                    format!(
-                        "Unexpected broker id {resource_name}; this is broker {}",
-                        b.node_id
-                    ),
-                ));
-            }
+            this_broker(b, resource_name)?;
             for d in config::broker_defs().filter(|d| keep(d)) {
                 let dynamic = DYNAMIC_BROKER_CONFIGS.contains(&d.name);
                 let (value, source) = b.dynamic.value(&b.config, d.name);
@@ -164,6 +151,31 @@ const NO_KAFKA_DEFAULT: &[&str] = &[
     "log.flush.interval.ms",
 ];
 
+/// A BROKER resource names this broker (or none: the cluster default,
+/// answered with this broker's values).
+fn this_broker(b: &Broker, resource_name: &str) -> Result<(), ConfigFailure> {
+    if !resource_name.is_empty() && resource_name != b.node_id.to_string() {
+        return Err((
+            ResponseError::InvalidRequest,
+            format!(
+                "Unexpected broker id {resource_name}; this is broker {}",
+                b.node_id
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A topic's overrides, or Kafka's answer for an unknown topic.
+fn topic_overrides(b: &Broker, topic: &str) -> Result<BTreeMap<String, String>, ConfigFailure> {
+    b.topic_overrides(topic).ok_or_else(|| {
+        (
+            ResponseError::UnknownTopicOrPartition,
+            format!("Topic {topic} does not exist"),
+        )
+    })
+}
+
 fn broker_is_static() -> ConfigFailure {
     (
         ResponseError::InvalidRequest,
@@ -203,25 +215,12 @@ pub async fn alter(
 ) -> Result<(), ConfigFailure> {
     match resource_type {
         RESOURCE_TOPIC => {
-            let Some(current) = b.topic_overrides(resource_name) else {
-                return Err((
-                    ResponseError::UnknownTopicOrPartition,
-                    format!("Topic {resource_name} does not exist"),
-                ));
-            };
+            let current = topic_overrides(b, resource_name)?;
             let overrides = compute(current)?;
             apply(b, resource_name.to_string(), overrides, validate_only).await
         }
         RESOURCE_BROKER => {
-            if !resource_name.is_empty() && resource_name != b.node_id.to_string() {
-                return Err((
-                    ResponseError::InvalidRequest,
-                    format!(
-                        "Unexpected broker id {resource_name}; this is broker {}",
-                        b.node_id
-                    ),
-                ));
-            }
+            this_broker(b, resource_name)?;
             let values = compute(b.dynamic.values())?;
             for (k, v) in &values {
                 if !DYNAMIC_BROKER_CONFIGS.contains(&k.as_str()) {

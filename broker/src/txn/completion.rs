@@ -164,14 +164,7 @@ impl TransactionCoordinator {
         spec: MarkerSpec,
         partitions: &std::collections::BTreeSet<(String, i32)>,
     ) -> Result<(), MarkerFailure> {
-        let marker = Marker {
-            kind: if spec.commit {
-                MarkerType::Commit
-            } else {
-                MarkerType::Abort
-            },
-            coordinator_epoch: spec.coordinator_epoch,
-        };
+        let marker = Marker::ending(spec.commit, spec.coordinator_epoch);
         let mut waits = Vec::with_capacity(partitions.len());
         let mut remote: BTreeMap<i32, Vec<(String, i32)>> = BTreeMap::new();
         for (topic, partition) in partitions {

@@ -74,19 +74,15 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
         },
         read_committed: req.isolation_level == 1,
         follower_reads,
-        client_rack: if follower_reads {
-            req.rack_id.to_string()
-        } else {
-            String::new()
-        },
-        client_id: client.client_id.clone(),
-        host: client.host.clone(),
+        client_rack: if follower_reads { &req.rack_id } else { "" },
+        client_id: &client.client_id,
+        host: &client.host,
     };
     // From v13 (KIP-516) topics are named by id only; the response echoes it.
     let mut topics = Vec::with_capacity(req.topics.len());
     let mut asked = Vec::with_capacity(req.topics.len());
     let mut counts = Vec::with_capacity(req.topics.len());
-    for t in req.topics {
+    for t in &req.topics {
         let mut out = FetchableTopicResponse::default();
         out.topic = t.topic.clone();
         if version >= 13 {
@@ -97,7 +93,7 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
             topic: if version >= 13 {
                 TopicRef::Id(t.topic_id)
             } else {
-                TopicRef::Name(t.topic.0.to_string())
+                TopicRef::Name(&t.topic.0)
             },
             partitions: t
                 .partitions
