@@ -151,6 +151,9 @@ FIELDS = [
     ("broker", ["log/**/*.rs"], re.compile(r"\bstrata_(tiering|prefetch|catalog)\b"),
      "the local log knows strata-format and its settings, never the bucket"
      " (the broker attaches a log::tiered_part::TieredPart)"),
+    ("broker", ["**/*.rs"], re.compile(r'\.value\("[a-z0-9]+(?:\.[a-z0-9]+)+"\)'),
+     "code reads a broker setting from config.settings() (typed, parsed once),"
+     " not by name (config/settings.rs)"),
 ]
 
 

@@ -19,7 +19,8 @@ use kafka_protocol::records::{Compression, RecordBatchDecoder};
 use kafka_protocol::ResponseError;
 
 use crate::clock::now_ms;
-use crate::config::BrokerConfig;
+use crate::config::settings::InternalTopicSettings;
+use crate::config::{BrokerConfig, BrokerSettings};
 use crate::coordinator_ownership::{Changes, Ownership};
 use crate::log::batch::{self, BatchScanner};
 use crate::log::control::{decode_marker, MarkerType};
@@ -113,27 +114,28 @@ pub fn internal_topic_configs(
     cfg.insert("cleanup.policy".to_string(), "compact".to_string());
     cfg.insert("retention.ms".to_string(), "-1".to_string());
     cfg.insert("retention.bytes".to_string(), "-1".to_string());
-    let segment = if topic == crate::topic_name::TRANSACTION_STATE_TOPIC {
-        broker.i32("transaction.state.log.segment.bytes")
-    } else {
-        broker.i32("offsets.topic.segment.bytes")
-    };
-    cfg.insert("segment.bytes".to_string(), segment.to_string());
-    if topic == crate::topic_name::TRANSACTION_STATE_TOPIC {
-        let min_isr = broker
-            .i32("transaction.state.log.min.isr")
-            .clamp(1, replication_factor.max(1));
+    let internal = internal_topic_settings(topic, broker.settings());
+    cfg.insert(
+        "segment.bytes".to_string(),
+        internal.segment_bytes.to_string(),
+    );
+    if let Some(min_isr) = internal.min_isr {
+        let min_isr = min_isr.clamp(1, replication_factor.max(1));
         cfg.insert("min.insync.replicas".to_string(), min_isr.to_string());
     }
     cfg
 }
 
-/// The broker setting holding an internal topic's replication factor.
-pub fn replication_factor_setting(topic: &str) -> &'static str {
+/// The settings of an internal topic: `__transaction_state`'s, else
+/// `__consumer_offsets`'.
+pub fn internal_topic_settings<'a>(
+    topic: &str,
+    settings: &'a BrokerSettings,
+) -> &'a InternalTopicSettings {
     if topic == crate::topic_name::TRANSACTION_STATE_TOPIC {
-        "transaction.state.log.replication.factor"
+        &settings.transaction_state_log
     } else {
-        "offsets.topic.replication.factor"
+        &settings.offsets_topic
     }
 }
 

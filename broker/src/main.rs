@@ -286,15 +286,15 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     let config = Arc::new(
         BrokerConfig::load(args.config.as_deref(), &sets).context("invalid broker settings")?,
     );
+    let settings = config.settings().clone();
     let cluster_store =
         strata_broker::cluster::open_store(args.metadata.as_deref()).map_err(anyhow::Error::msg)?;
     let clustered = cluster_store.describe() != "embedded";
     parse_host_port(&args.http_listen, "--http-listen")?;
     match strata_broker::fd_limit::raise_to_hard() {
         Some(n) => {
-            let pool =
-                strata_broker::fd_limit::configure_pool(config.i64("log.segment.open.files.max"))
-                    .map_err(|e| anyhow::anyhow!(e))?;
+            let pool = strata_broker::fd_limit::configure_pool(settings.log_segment_open_files_max)
+                .map_err(|e| anyhow::anyhow!(e))?;
             tracing::info!(
                 open_files = n,
                 sealed_segment_files = pool,
@@ -308,7 +308,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         .object_store
         .clone()
         .unwrap_or_else(|| format!("file://{}/bucket", args.data_dir.display()));
-    let tiering = config.bool("remote.log.storage.system.enable");
+    let tiering = settings.remote_log_storage_system_enable;
     // The HTTP API answers from now on: /healthz at once, /readyz with the
     // start-up phase until the logs are recovered.
     let token = http_token(args.http_token_file.as_deref())?;
@@ -388,8 +388,10 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         }
     }
 
-    let dynamic =
-        Arc::new(DynamicConfigs::load(&args.data_dir).context("reading dynamic broker settings")?);
+    let dynamic = Arc::new(
+        DynamicConfigs::load(&args.data_dir, config.clone())
+            .context("reading dynamic broker settings")?,
+    );
     let remote = if tiering {
         let bucket_cluster = metadata
             .claim_cluster(logs.cluster_id())
@@ -448,7 +450,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         logs.enable_tiering();
         remote.sync_once(&logs).await;
         remote.start(logs.clone());
-        remote.start_adaptive_rate(logs.clone(), dynamic.clone());
+        remote.start_adaptive_rate(logs.clone(), dynamic.subscribe());
         Some(remote)
     } else {
         None
@@ -505,7 +507,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     })
     .await
     .context("transaction coordinator loading task failed")??;
-    let rack = Some(config.value("broker.rack")).filter(|r| !r.is_empty());
+    let rack = settings.rack.clone();
     // In a cluster, producer ids come in blocks from the metadata store
     // (a replaced disk must not issue its ids again).
     if clustered {
@@ -524,12 +526,8 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
             rack,
             config.node_id(),
             strata_broker::cluster::membership::SessionTimes {
-                session_timeout: std::time::Duration::from_millis(
-                    config.i64("broker.session.timeout.ms") as u64,
-                ),
-                heartbeat_interval: std::time::Duration::from_millis(
-                    config.i64("broker.heartbeat.interval.ms") as u64,
-                ),
+                session_timeout: settings.cluster.session_timeout,
+                heartbeat_interval: settings.cluster.heartbeat_interval,
             },
             shutdown_rx.clone(),
         )
@@ -566,7 +564,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         txns.route_markers(strata_broker::txn::marker_channel::TxnMarkerChannel::new(
             cluster.view.clone(),
             config.node_id(),
-            std::time::Duration::from_millis(config.i64("offsets.commit.timeout.ms").max(1) as u64),
+            settings.offsets_commit_timeout,
         ));
     }
     strata_broker::coordinators::follow_once(&groups, &txns).await;
@@ -586,7 +584,7 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         node_id: config.node_id(),
         advertised_host: host.clone(),
         advertised_port: port as i32,
-        max_request_bytes: config.i32("socket.request.max.bytes").max(1024) as usize,
+        max_request_bytes: settings.socket_request_max_bytes,
         remote: remote.clone(),
         dynamic,
         replicas: Arc::new(strata_broker::partition::ReplicaManager::new(
@@ -600,19 +598,15 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
                 config: config.clone(),
                 verifier: strata_broker::txn::verification::TxnVerifier::new(
                     config.node_id(),
-                    config.bool("transaction.partition.verification.enable"),
-                    std::time::Duration::from_millis(
-                        config.i64("offsets.commit.timeout.ms").max(1) as u64,
-                    ),
+                    settings.transaction_partition_verification_enable,
+                    settings.offsets_commit_timeout,
                 ),
             },
         )),
     });
     logs.start_background();
     txns.start_background();
-    groups.start_background(std::time::Duration::from_millis(
-        config.i64("offsets.retention.check.interval.ms").max(1) as u64,
-    ));
+    groups.start_background(settings.group.offsets_retention_check_interval);
     // Offsets may be committed for partitions hosted elsewhere.
     let view = cluster.view.clone();
     groups.set_cluster_partitions(std::sync::Arc::new(move |topic: &str, partition: i32| {
@@ -629,12 +623,10 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     let dlq = strata_broker::dlq::monitor::DlqMonitor::new(
         logs.clone(),
         groups.clone(),
-        strata_broker::dlq::reasons::parse_names(&config.value("dlq.reason.headers")),
-        config.i64("dlq.unconsumed.warn.ms"),
+        settings.dlq.reason_headers.clone(),
+        settings.dlq.unconsumed_warn_ms,
     );
-    dlq.start_background(std::time::Duration::from_millis(
-        config.i64("dlq.check.interval.ms").max(100) as u64,
-    ));
+    dlq.start_background(settings.dlq.check_interval);
     let server = tokio::spawn(server::serve(listener, broker.clone(), shutdown_rx.clone()));
     http_state.ready(strata_broker::http::BrokerParts {
         logs: logs.clone(),
@@ -661,13 +653,11 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
 
     wait_for_signal().await?;
     tracing::info!("shutting down");
-    if config.bool("controlled.shutdown.enable") {
+    if settings.cluster.controlled_shutdown_enable {
         // Leaderships move before the listener closes: in-flight requests
         // end with NOT_LEADER_OR_FOLLOWER and clients retry elsewhere.
-        let wait = config.i64("controlled.shutdown.retry.backoff.ms").max(0) as u64
-            * config.i32("controlled.shutdown.max.retries").max(1) as u64;
         cluster
-            .controlled_shutdown(std::time::Duration::from_millis(wait))
+            .controlled_shutdown(settings.cluster.controlled_shutdown_wait)
             .await;
     }
     let _ = shutdown_tx.send(true);

@@ -104,7 +104,8 @@ pub struct GroupList {
 
 pub fn priority_class(b: &Broker, group: &str) -> &'static str {
     b.dynamic
-        .class_policy(&b.config)
+        .settings()
+        .class_policy
         .class_of(Some(group), "")
         .name()
 }

@@ -34,7 +34,7 @@ pub struct PriorityClasses {
 }
 
 fn view(b: &Broker) -> PriorityClasses {
-    let p = b.dynamic.class_policy(&b.config);
+    let p = b.dynamic.settings().class_policy.clone();
     PriorityClasses {
         shares: Shares {
             critical: p.shares[0],
@@ -86,7 +86,7 @@ async fn put_class(b: &Broker, group: &str, class: PriorityClass) -> ApiResult<(
             "`{group}` cannot be given a class: remote.fetch.priority.groups lists GROUP=CLASS pairs, so a name may not be empty, contain ',' or '=', or start or end with a space"
         )));
     }
-    let mut members = b.dynamic.class_policy(&b.config).members;
+    let mut members = b.dynamic.settings().class_policy.members.clone();
     members.remove(group);
     if class != PriorityClass::Standard {
         members.insert(group.to_string(), class);

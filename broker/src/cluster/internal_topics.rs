@@ -25,24 +25,12 @@ use super::controller::Role;
 use super::store::ClusterStore;
 use super::topics;
 use super::view::{ClusterSnapshot, ClusterView};
-use crate::coordinator_log::internal_topic_configs;
+use crate::coordinator_log::{internal_topic_configs, internal_topic_settings};
 use crate::log_manager::LogManager;
 use crate::topic_name::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
 
-/// The internal topics, with the settings of their partition count and
-/// replication factor.
-const INTERNAL: [(&str, &str, &str); 2] = [
-    (
-        OFFSETS_TOPIC,
-        "offsets.topic.num.partitions",
-        "offsets.topic.replication.factor",
-    ),
-    (
-        TRANSACTION_STATE_TOPIC,
-        "transaction.state.log.num.partitions",
-        "transaction.state.log.replication.factor",
-    ),
-];
+/// The internal topics the controller creates.
+const INTERNAL: [&str; 2] = [OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC];
 
 /// Creates what is missing. Returns the names written.
 pub async fn ensure(
@@ -52,12 +40,14 @@ pub async fn ensure(
     warned: &mut BTreeMap<&'static str, usize>,
 ) -> Vec<&'static str> {
     let mut written = Vec::new();
-    for (name, partitions_setting, rf_setting) in INTERNAL {
+    for name in INTERNAL {
         if snap.topic(name).is_some() {
             continue;
         }
         let cfg = logs.broker_config();
-        let rf = cfg.i32(rf_setting).max(1);
+        let internal = internal_topic_settings(name, cfg.settings());
+        let rf = internal.replication_factor;
+        let rf_setting = internal.replication_factor_name;
         let live: Vec<Candidate> = snap
             .brokers
             .values()
@@ -78,7 +68,7 @@ pub async fn ensure(
             let (a, b) = Uuid::new_v4().as_u64_pair();
             a ^ b
         };
-        let assignment = match assign(&live, 0, cfg.i32(partitions_setting).max(1), rf, seed) {
+        let assignment = match assign(&live, 0, internal.num_partitions.max(1), rf, seed) {
             Ok(a) => a,
             Err(e) => {
                 tracing::warn!(topic = name, error = %e, "cannot assign an internal topic");

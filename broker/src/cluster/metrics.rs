@@ -86,12 +86,13 @@ pub fn families(c: &Cluster) -> Vec<Family> {
     let mut led = Vec::new();
     let (mut isr_size, mut shrinks, mut expands, mut lag) = (vec![], vec![], vec![], vec![]);
     let (mut slow, mut ack_p99) = (vec![], vec![]);
-    let window = std::time::Duration::from_millis(
-        c.logs
-            .broker_config()
-            .i64("replica.slow.eviction.window.ms")
-            .max(1000) as u64,
-    );
+    let window = c
+        .logs
+        .broker_config()
+        .settings()
+        .replica
+        .slow_eviction_window
+        .max(std::time::Duration::from_secs(1));
     let (mut under_replicated, mut under_min_isr) = (0usize, 0usize);
     for (topic, parts) in &snap.partitions {
         for (p, e) in parts.iter() {

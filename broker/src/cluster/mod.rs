@@ -156,23 +156,25 @@ impl Cluster {
             view.clone(),
             role.clone(),
             elections::ElectionSettings {
-                unclean: logs.broker_config().bool("unclean.leader.election.enable"),
-                min_insync_default: logs.broker_config().i32("min.insync.replicas"),
+                unclean: logs
+                    .broker_config()
+                    .settings()
+                    .cluster
+                    .unclean_leader_election_enable,
+                min_insync_default: logs.broker_config().settings().min_insync_replicas,
             },
             fence_backoff.clone(),
             shutdown_for_tasks.clone(),
         );
-        let config = logs.broker_config();
-        if config.bool("auto.leader.rebalance.enable") {
+        let settings = &logs.broker_config().settings().cluster;
+        if settings.auto_leader_rebalance_enable {
             leader_balance::start(
                 store.clone(),
                 view.clone(),
                 role.clone(),
                 leader_balance::BalanceSettings {
-                    interval: Duration::from_secs(
-                        config.i64("leader.imbalance.check.interval.seconds").max(1) as u64,
-                    ),
-                    max_imbalance_pct: config.i32("leader.imbalance.per.broker.percentage"),
+                    interval: settings.leader_imbalance_check_interval,
+                    max_imbalance_pct: settings.leader_imbalance_per_broker_percentage,
                 },
                 fence_backoff,
                 shutdown_for_tasks.clone(),

@@ -18,7 +18,7 @@ use super::records::TopicRecord;
 use super::store::{ClusterStore, StoreError};
 use super::topics;
 use super::view::ClusterView;
-use crate::coordinator_log::{internal_topic_configs, replication_factor_setting};
+use crate::coordinator_log::{internal_topic_configs, internal_topic_settings};
 use crate::log_manager::{LogManager, Topic};
 
 /// Makes the store hold `logs`' topics with `me` as the only replica.
@@ -89,7 +89,7 @@ pub async fn publish_all(
         let written = match existing {
             None if internal && !single_broker => {
                 let cfg = logs.broker_config();
-                let rf = cfg.i32(replication_factor_setting(name)).max(1);
+                let rf = internal_topic_settings(name, cfg.settings()).replication_factor;
                 let others: Vec<i32> = snap
                     .brokers
                     .keys()

@@ -10,9 +10,11 @@ pub mod cluster_defs;
 pub mod defs;
 pub mod dynamic;
 pub mod reference;
+pub mod settings;
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use strata_format::transcode::{Codec, Encoding};
 use thiserror::Error;
@@ -20,6 +22,7 @@ use thiserror::Error;
 pub use defs::{
     topic_def, ConfigDef, ConfigType, BROKER_CONFIGS, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS,
 };
+pub use settings::BrokerSettings;
 
 pub fn broker_def(name: &str) -> Option<&'static ConfigDef> {
     broker_defs().find(|d| d.name == name)
@@ -51,59 +54,24 @@ pub enum ConfigSource {
     DefaultConfig = 5,
 }
 
-/// Values the operator set for the broker.
-#[derive(Debug, Clone, Default)]
+/// Values the operator set for the broker, by name (for DescribeConfigs),
+/// and the typed settings parsed from them once (`settings()`).
+#[derive(Debug, Clone)]
 pub struct BrokerConfig {
-    explicit: BTreeMap<String, String>,
+    values: Values,
+    settings: Arc<BrokerSettings>,
 }
 
-impl BrokerConfig {
-    /// Builds the config from an optional TOML file and `NAME=VALUE` pairs
-    /// (later ones win). Unknown names and invalid values are errors.
-    pub fn load(file: Option<&Path>, sets: &[String]) -> Result<Self, ConfigError> {
-        let mut cfg = BrokerConfig::default();
-        if let Some(path) = file {
-            let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
-                path: path.display().to_string(),
-                message: e.to_string(),
-            })?;
-            let table: toml::Table =
-                text.parse()
-                    .map_err(|e: toml::de::Error| ConfigError::File {
-                        path: path.display().to_string(),
-                        message: e.to_string(),
-                    })?;
-            let mut flat = BTreeMap::new();
-            flatten("", &toml::Value::Table(table), &mut flat);
-            for (k, v) in flat {
-                cfg.set(&k, &v)?;
-            }
-        }
-        for s in sets {
-            let (k, v) = s.split_once('=').ok_or_else(|| {
-                ConfigError::Invalid(format!("--set expects NAME=VALUE, got `{s}`"))
-            })?;
-            cfg.set(k.trim(), v.trim())?;
-        }
-        Ok(cfg)
+/// The operator's values by name, with Kafka's fallbacks.
+#[derive(Debug, Clone, Default)]
+struct Values(BTreeMap<String, String>);
+
+impl Values {
+    fn explicit(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
     }
 
-    pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
-        let def = broker_def(name).ok_or_else(|| ConfigError::Unknown(name.to_string()))?;
-        def.validate(value).map_err(ConfigError::Invalid)?;
-        self.explicit
-            .insert(name.to_string(), value.trim().to_string());
-        Ok(())
-    }
-
-    /// The value the operator set, if any.
-    pub fn explicit(&self, name: &str) -> Option<&str> {
-        self.explicit.get(name).map(String::as_str)
-    }
-
-    /// Effective value of a broker setting, with Kafka's hour/minute
-    /// fallbacks for `log.retention.ms` and `log.roll.ms`.
-    pub fn value(&self, name: &str) -> String {
+    fn value(&self, name: &str) -> String {
         if let Some(v) = self.explicit(name) {
             return v.to_string();
         }
@@ -128,8 +96,7 @@ impl BrokerConfig {
             .unwrap_or_default()
     }
 
-    /// Whether the operator set this setting (directly or by a fallback).
-    pub fn is_explicit(&self, name: &str) -> bool {
+    fn is_explicit(&self, name: &str) -> bool {
         self.explicit(name).is_some()
             || (name == "log.retention.ms"
                 && (self.explicit("log.retention.minutes").is_some()
@@ -137,24 +104,67 @@ impl BrokerConfig {
             || (name == "log.roll.ms" && self.explicit("log.roll.hours").is_some())
     }
 
-    pub fn i64(&self, name: &str) -> i64 {
-        self.value(name).parse().unwrap_or(0)
+    /// Validates and records one operator value.
+    fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        let def = broker_def(name).ok_or_else(|| ConfigError::Unknown(name.to_string()))?;
+        def.validate(value).map_err(ConfigError::Invalid)?;
+        self.0.insert(name.to_string(), value.trim().to_string());
+        Ok(())
+    }
+}
+
+impl BrokerConfig {
+    /// Builds the config from an optional TOML file and `NAME=VALUE` pairs
+    /// (later ones win). Unknown names and invalid values are errors.
+    pub fn load(file: Option<&Path>, sets: &[String]) -> Result<Self, ConfigError> {
+        let mut values = Values::default();
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
+            let table: toml::Table =
+                text.parse()
+                    .map_err(|e: toml::de::Error| ConfigError::File {
+                        path: path.display().to_string(),
+                        message: e.to_string(),
+                    })?;
+            let mut flat = BTreeMap::new();
+            flatten("", &toml::Value::Table(table), &mut flat);
+            for (k, v) in flat {
+                values.set(&k, &v)?;
+            }
+        }
+        for s in sets {
+            let (k, v) = s.split_once('=').ok_or_else(|| {
+                ConfigError::Invalid(format!("--set expects NAME=VALUE, got `{s}`"))
+            })?;
+            values.set(k.trim(), v.trim())?;
+        }
+        let settings = Arc::new(BrokerSettings::parse(&values)?);
+        Ok(BrokerConfig { values, settings })
     }
 
-    pub fn i32(&self, name: &str) -> i32 {
-        self.value(name).parse().unwrap_or(0)
+    /// The broker's settings, typed (parsed when the config was loaded).
+    pub fn settings(&self) -> &BrokerSettings {
+        &self.settings
     }
 
-    pub fn f64(&self, name: &str) -> f64 {
-        self.value(name).parse().unwrap_or(0.0)
+    /// Effective value of a broker setting by name, as DescribeConfigs
+    /// shows it, with Kafka's hour/minute fallbacks for `log.retention.ms`
+    /// and `log.roll.ms`. Code that acts on a setting reads `settings()`.
+    pub fn value(&self, name: &str) -> String {
+        self.values.value(name)
     }
 
-    pub fn bool(&self, name: &str) -> bool {
-        self.value(name).eq_ignore_ascii_case("true")
+    /// Whether the operator set this setting (directly or by a fallback).
+    pub fn is_explicit(&self, name: &str) -> bool {
+        self.values.is_explicit(name)
     }
 
+    /// `node.id`.
     pub fn node_id(&self) -> i32 {
-        self.i32("node.id")
+        self.settings.node_id
     }
 }
 
@@ -402,7 +412,7 @@ pub fn effective(
 /// Whether `topic`'s sealed segments go to the object store: tiering on
 /// for the broker and the topic, and not an internal topic.
 pub fn tiering_enabled(broker: &BrokerConfig, topic: &str, cfg: &TopicConfig) -> bool {
-    broker.bool("remote.log.storage.system.enable")
+    broker.settings().remote_log_storage_system_enable
         && cfg.remote_storage_enable
         && !crate::topic_name::is_internal(topic)
 }
@@ -499,8 +509,8 @@ mod tests {
         )
         .unwrap();
         let c = BrokerConfig::load(Some(&p), &["num.partitions=3".into()]).unwrap();
-        assert_eq!(c.i32("num.partitions"), 3);
-        assert_eq!(c.i64("log.segment.bytes"), 1_048_576);
-        assert_eq!(c.i64("log.retention.ms"), 1000);
+        assert_eq!(c.settings().num_partitions, 3);
+        assert_eq!(c.value("log.segment.bytes"), "1048576");
+        assert_eq!(c.value("log.retention.ms"), "1000");
     }
 }

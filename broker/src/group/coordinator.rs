@@ -37,13 +37,14 @@ pub struct CoordinatorConfig {
 
 impl CoordinatorConfig {
     pub fn from_broker(c: &BrokerConfig) -> Self {
+        let s = c.settings();
         CoordinatorConfig {
-            min_session_timeout_ms: c.i32("group.min.session.timeout.ms"),
-            max_session_timeout_ms: c.i32("group.max.session.timeout.ms"),
-            initial_rebalance_delay_ms: c.i32("group.initial.rebalance.delay.ms"),
-            offsets_retention_ms: c.i64("offsets.retention.minutes").saturating_mul(60_000),
-            offset_metadata_max_bytes: c.i32("offset.metadata.max.bytes").max(0) as usize,
-            commit_timeout: Duration::from_millis(c.i64("offsets.commit.timeout.ms").max(1) as u64),
+            min_session_timeout_ms: s.group.min_session_timeout_ms,
+            max_session_timeout_ms: s.group.max_session_timeout_ms,
+            initial_rebalance_delay_ms: s.group.initial_rebalance_delay_ms,
+            offsets_retention_ms: s.group.offsets_retention_ms,
+            offset_metadata_max_bytes: s.group.offset_metadata_max_bytes,
+            commit_timeout: s.offsets_commit_timeout,
         }
     }
 }
@@ -135,7 +136,7 @@ impl GroupCoordinator {
     ) -> Result<Arc<Self>, crate::start_error::StartError> {
         let store = OffsetsLog::open(
             logs.clone(),
-            broker.i32("offsets.topic.num.partitions"),
+            broker.settings().offsets_topic.num_partitions,
             clustered,
         )
         .map_err(|source| crate::start_error::StartError::Topic {
@@ -149,9 +150,7 @@ impl GroupCoordinator {
             load_gate: Mutex::new(()),
             logs,
             cfg: CoordinatorConfig::from_broker(broker),
-            lag: super::lag::LagTracker::new(Duration::from_millis(
-                broker.i64("group.lag.window.ms").max(1000) as u64,
-            )),
+            lag: super::lag::LagTracker::new(broker.settings().group.lag_window),
             remote: Default::default(),
             cluster_partitions: ClusterPartitions::default(),
         }))
@@ -446,12 +445,11 @@ impl GroupCoordinator {
 
     /// How often lag is sampled.
     pub(super) fn lag_interval(&self) -> Duration {
-        Duration::from_millis(
-            self.logs
-                .broker_config()
-                .i64("group.lag.sample.interval.ms")
-                .max(100) as u64,
-        )
+        self.logs
+            .broker_config()
+            .settings()
+            .group
+            .lag_sample_interval
     }
 
     /// Every group's committed offsets with their partitions' high

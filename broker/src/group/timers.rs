@@ -110,12 +110,12 @@ impl GroupCoordinator {
             }
         });
         let me = self.clone();
-        let every = Duration::from_millis(
-            self.logs
-                .broker_config()
-                .i64("group.lag.sample.interval.ms")
-                .max(100) as u64,
-        );
+        let every = self
+            .logs
+            .broker_config()
+            .settings()
+            .group
+            .lag_sample_interval;
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -5,7 +5,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::offset_map::{OffsetMap, Throttle};
 use super::partition_log::{LogError, PartitionLog};
@@ -17,18 +17,15 @@ use super::partition_log::{LogError, PartitionLog};
 /// `log.cleaner.threads.nice` (the caller's way to lower a thread's
 /// priority; the log knows no scheduler).
 pub fn start_cleaners(
-    broker: &crate::config::BrokerConfig,
+    settings: &crate::config::settings::CleanerSettings,
     logs: impl Fn() -> Vec<Arc<PartitionLog>> + Send + Sync + 'static,
     lower_priority: fn(i32),
 ) {
-    let threads = broker.i64("log.cleaner.threads").max(1) as u64;
-    let memory = broker.i64("log.cleaner.dedupe.buffer.size").max(1 << 20) as u64;
-    let rate: f64 = broker
-        .value("log.cleaner.io.max.bytes.per.second")
-        .parse()
-        .unwrap_or(f64::MAX);
-    let backoff = Duration::from_millis(broker.i64("log.cleaner.backoff.ms").max(10) as u64);
-    let nice = broker.i32("log.cleaner.threads.nice").clamp(0, 19);
+    let threads = settings.threads;
+    let memory = settings.dedupe_buffer_size;
+    let rate = settings.io_max_bytes_per_second;
+    let backoff = settings.backoff;
+    let nice = settings.threads_nice;
     let logs = Arc::new(logs);
     for _ in 0..threads {
         let logs = logs.clone();

@@ -14,7 +14,6 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use strata_prefetch::latency::LatencyHistogram;
@@ -115,7 +114,7 @@ impl LogManager {
         }
         let cluster_id =
             meta_properties::load_or_create(data_dir, broker.node_id()).map_err(io_err())?;
-        let pool = crate::fd_limit::configure_pool(broker.i64("log.segment.open.files.max"))
+        let pool = crate::fd_limit::configure_pool(broker.settings().log_segment_open_files_max)
             .map_err(StartError::FdLimit)?;
         tracing::debug!(
             sealed_segment_files = pool,
@@ -379,7 +378,7 @@ impl LogManager {
     ) -> Result<Arc<Topic>, TopicError> {
         validate_topic_name(name)?;
         let partitions = if partitions == -1 {
-            self.broker.i32("num.partitions")
+            self.broker.settings().num_partitions
         } else {
             partitions
         };
@@ -390,7 +389,7 @@ impl LogManager {
         }
         self.check_partition_capacity(partitions as u64)?;
         let rf = if replication_factor == -1 {
-            self.broker.i32("default.replication.factor")
+            self.broker.settings().default_replication_factor
         } else {
             replication_factor as i32
         };
@@ -482,7 +481,7 @@ impl LogManager {
 
     /// Deletes a topic and all its data.
     pub fn delete_topic(&self, name: &str) -> Result<Arc<Topic>, TopicError> {
-        if !self.broker.bool("delete.topic.enable") {
+        if !self.broker.settings().delete_topic_enable {
             return Err(TopicError::DeletionDisabled);
         }
         self.remove_topic(name)
@@ -651,8 +650,7 @@ impl LogManager {
             self.spawn_flusher(log);
         }
         let me = self.clone();
-        let interval =
-            Duration::from_millis(self.broker.i64("log.retention.check.interval.ms").max(1) as u64);
+        let interval = self.broker.settings().log_retention_check_interval;
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(interval);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -664,20 +662,16 @@ impl LogManager {
                 }
             }
         });
-        if self.broker.bool("log.cleaner.enable") {
+        if self.broker.settings().cleaner.enable {
             let me = self.clone();
             crate::log::cleaner::start_cleaners(
-                &self.broker,
+                &self.broker.settings().cleaner,
                 move || me.cleanable_logs(),
                 strata_prefetch::threads::lower_thread_priority,
             );
         }
         let me = self.clone();
-        let interval = Duration::from_millis(
-            self.broker
-                .i64("log.flush.offset.checkpoint.interval.ms")
-                .max(1) as u64,
-        );
+        let interval = self.broker.settings().log_flush_offset_checkpoint_interval;
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(interval);
             tick.tick().await;

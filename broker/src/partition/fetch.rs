@@ -156,7 +156,7 @@ impl ReplicaManager {
     /// Serves a consumer's fetch; see the module's note.
     pub async fn fetch(&self, params: FetchParams<'_>, topics: Vec<FetchTopic<'_>>) -> FetchResult {
         let deadline = Instant::now() + params.max_wait;
-        let selector = ReplicaSelector::from_config(&self.config.value("replica.selector.class"));
+        let selector = self.config.settings().replica_selector;
         let snap = self.cluster.view.snapshot();
         let own_rack = self.rack();
         // Another replica is looked for only when one may serve the client
@@ -333,9 +333,7 @@ impl ReplicaManager {
                 tiered: log.remote_log_start_offset().is_some(),
                 // A healthy follower's long poll returns within
                 // replica.fetch.wait.max.ms, and it fetches again at once.
-                max_fetch_age: Duration::from_millis(
-                    self.config.i64("replica.fetch.wait.max.ms").max(0) as u64,
-                ) * 2
+                max_fetch_age: self.config.settings().replica.fetch_wait_max * 2
                     + Duration::from_secs(1),
             },
         );

@@ -87,7 +87,7 @@ impl ReplicaManager {
 
     /// This broker's rack (`broker.rack`), if set.
     fn rack(&self) -> Option<String> {
-        Some(self.config.value("broker.rack")).filter(|r| !r.is_empty())
+        self.config.settings().rack.clone()
     }
 
     /// Why this broker must not serve `topic`-`partition` as its leader:

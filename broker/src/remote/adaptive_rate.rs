@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use strata_prefetch::governor::HistoryRate;
 use strata_prefetch::quota::UNLIMITED;
+use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 
 use super::TieredStorage;
-use crate::config::dynamic::DynamicConfigs;
+use crate::config::dynamic::DynamicSettings;
 use crate::log_manager::LogManager;
 
 /// How often the rate is judged: a few fsyncs' worth, so a rising hot
@@ -27,7 +28,7 @@ impl TieredStorage {
     pub fn start_adaptive_rate(
         self: &Arc<Self>,
         logs: Arc<LogManager>,
-        dynamic: Arc<DynamicConfigs>,
+        dynamic: watch::Receiver<Arc<DynamicSettings>>,
     ) {
         let weak = Arc::downgrade(self);
         tokio::spawn(async move {
@@ -57,7 +58,8 @@ impl TieredStorage {
                 let gets = stats.gets.load(Ordering::Relaxed);
                 let tick_commits = commits.since(&last_commits);
                 let tick_served = served.saturating_sub(last_served);
-                let rate = match dynamic.adaptive_rate(&me.broker) {
+                let adaptive = dynamic.borrow().adaptive_rate.clone();
+                let rate = match adaptive {
                     None => HistoryRate::Unlimited,
                     Some(cfg) => {
                         let mut g = me.adaptive.lock().unwrap_or_else(|e| e.into_inner());

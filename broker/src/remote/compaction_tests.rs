@@ -399,7 +399,7 @@ fn a_read_planned_before_a_swap_is_served_after_it() {
             url: "memory://".into(),
         };
         let broker = Arc::new(BrokerConfig::load(None, &[]).unwrap());
-        let dynamic = crate::config::dynamic::DynamicConfigs::in_memory();
+        let dynamic = crate::config::dynamic::DynamicConfigs::in_memory(broker.clone());
         let ts = rt
             .block_on(super::TieredStorage::new(
                 &bucket,

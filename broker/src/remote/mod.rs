@@ -17,7 +17,6 @@ pub mod sync;
 pub mod tiered_end;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use strata_catalog::bucket::Bucket;
 use strata_catalog::MetadataStore;
@@ -25,7 +24,7 @@ use strata_prefetch::governor::Governor;
 use strata_prefetch::{PrefetchConfig, PrefetchError, Prefetcher};
 use strata_tiering::{ManagerOptions, RemoteLogManager, RemotePartition, UploadOptions};
 
-use crate::config::dynamic::DynamicConfigs;
+use crate::config::dynamic::{DynamicConfigs, DynamicSettings};
 use crate::config::BrokerConfig;
 use crate::log_manager::Topic;
 
@@ -64,47 +63,37 @@ impl TieredStorage {
         data_dir: &std::path::Path,
         owner: &str,
     ) -> Result<Arc<Self>, TieredStorageError> {
+        let s = &broker.settings().remote;
         let opts = ManagerOptions {
-            interval: Duration::from_millis(
-                broker.i64("remote.log.manager.task.interval.ms").max(10) as u64,
-            ),
-            max_concurrent_uploads: broker
-                .i32("remote.log.manager.copier.thread.pool.size")
-                .max(1) as usize,
+            interval: s.task_interval,
+            max_concurrent_uploads: s.copier_thread_pool_size,
             upload: UploadOptions {
-                multipart_threshold: broker
-                    .i64("remote.log.upload.multipart.threshold.bytes")
-                    .clamp(5 << 20, i64::from(u32::MAX))
-                    as usize,
-                part_size: broker
-                    .i64("remote.log.upload.part.bytes")
-                    .clamp(5 << 20, i64::from(u32::MAX)) as usize,
+                multipart_threshold: s.upload_multipart_threshold_bytes,
+                part_size: s.upload_part_bytes,
                 ..UploadOptions::default()
             },
             manifest_versions_kept: 10,
         };
-        let n = |name: &str| broker.i64(name).max(0) as usize;
+        let now = dynamic.settings();
         let prefetch = PrefetchConfig {
-            chunk_bytes: n("remote.fetch.chunk.bytes"),
-            max_concurrent_gets: n("remote.fetch.max.concurrent.gets"),
-            max_bytes_in_flight: n("remote.fetch.max.bytes.in.flight"),
-            readahead_min_chunks: 2.min(n("remote.fetch.readahead.max.chunks")).max(1),
-            readahead_max_chunks: n("remote.fetch.readahead.max.chunks"),
-            memory_cache_bytes: n("remote.fetch.cache.memory.bytes"),
-            disk_cache_bytes: n("remote.fetch.cache.disk.bytes"),
-            disk_write_bytes_per_sec: n("remote.fetch.cache.disk.write.bytes.per.second"),
-            disk_writeback_interval: match broker.i64("remote.fetch.cache.disk.writeback.ms") {
-                ms if ms > 0 => Some(Duration::from_millis(ms as u64)),
-                _ => None,
-            },
-            disk_cache_dir: Some(match broker.value("remote.fetch.cache.dir").trim() {
-                "" => data_dir.join("remote-cache"),
-                dir => std::path::PathBuf::from(dir),
-            }),
-            threads: n("remote.fetch.threads"),
-            thread_nice: broker.i32("remote.fetch.threads.nice"),
-            index_cache_bytes: n("remote.log.index.cache.total.size.bytes"),
-            fetch_max_bytes_per_sec: dynamic.fetch_quota_rate(&broker),
+            chunk_bytes: s.fetch_chunk_bytes,
+            max_concurrent_gets: s.fetch_max_concurrent_gets,
+            max_bytes_in_flight: s.fetch_max_bytes_in_flight,
+            readahead_min_chunks: 2.min(s.fetch_readahead_max_chunks).max(1),
+            readahead_max_chunks: s.fetch_readahead_max_chunks,
+            memory_cache_bytes: s.fetch_cache_memory_bytes,
+            disk_cache_bytes: s.fetch_cache_disk_bytes,
+            disk_write_bytes_per_sec: s.fetch_cache_disk_write_bytes_per_second,
+            disk_writeback_interval: s.fetch_cache_disk_writeback,
+            disk_cache_dir: Some(
+                s.fetch_cache_dir
+                    .clone()
+                    .unwrap_or_else(|| data_dir.join("remote-cache")),
+            ),
+            threads: s.fetch_threads,
+            thread_nice: s.fetch_threads_nice,
+            index_cache_bytes: s.index_cache_total_size_bytes,
+            fetch_max_bytes_per_sec: now.fetch_max_bytes_per_second,
         };
         // The historical read path gets a client (and connection pool) of its
         // own: an HTTP connection is driven by a task on the runtime that
@@ -114,18 +103,28 @@ impl TieredStorage {
             true => bucket.store.clone(), // one in-memory store must stay one
             false => strata_catalog::bucket::open(&bucket.url)?.store,
         };
-        let prefetcher =
-            Prefetcher::new(read_store, prefetch, dynamic.class_policy(&broker)).await?;
+        let prefetcher = Prefetcher::new(read_store, prefetch, now.class_policy.clone()).await?;
         Ok(Arc::new(TieredStorage {
             manager: RemoteLogManager::new(bucket.store.clone(), &bucket.prefix, owner, opts),
             prefetcher,
             metadata: MetadataStore::new(bucket.store.clone(), &bucket.prefix),
             adaptive: std::sync::Mutex::new(Governor::new(
-                dynamic.adaptive_rate(&broker).unwrap_or_default(),
+                now.adaptive_rate.clone().unwrap_or_default(),
             )),
             broker,
             metadata_lock: tokio::sync::Mutex::new(Default::default()),
         }))
+    }
+
+    /// Puts dynamic settings in force on the historical read path: the
+    /// classes and the rate (the adaptive rate reads them each tick).
+    pub fn apply_dynamic(&self, settings: &DynamicSettings) {
+        self.prefetcher
+            .budget()
+            .set_policy(settings.class_policy.clone());
+        self.prefetcher
+            .quota()
+            .set_rate(settings.fetch_max_bytes_per_second);
     }
 
     /// The runtime of the historical read path: a response carrying history

@@ -39,25 +39,23 @@ pub struct ReplicationSettings {
 
 impl ReplicationSettings {
     pub fn from_config(me: i32, c: &BrokerConfig) -> Self {
-        let ms = |name: &str| Duration::from_millis(c.i64(name).max(0) as u64);
+        let r = &c.settings().replica;
         ReplicationSettings {
             fetcher: FetcherSettings {
                 me,
-                max_bytes_per_partition: c.i32("replica.fetch.max.bytes"),
-                max_bytes: c.i32("replica.fetch.response.max.bytes"),
-                max_wait: ms("replica.fetch.wait.max.ms"),
-                backoff: ms("replica.fetch.backoff.ms"),
-                socket_timeout: ms("replica.socket.timeout.ms"),
+                max_bytes_per_partition: r.fetch_max_bytes,
+                max_bytes: r.fetch_response_max_bytes,
+                max_wait: r.fetch_wait_max,
+                backoff: r.fetch_backoff,
+                socket_timeout: r.socket_timeout,
             },
-            max_lag: ms("replica.lag.time.max.ms"),
-            slow_followers: c
-                .bool("replica.slow.eviction.enable")
-                .then(|| SlowFollowerRule {
-                    ratio: c.f64("replica.slow.eviction.ratio"),
-                    floor: ms("replica.slow.eviction.min.ms"),
-                    window: ms("replica.slow.eviction.window.ms"),
-                    min_isr: 1,
-                }),
+            max_lag: r.lag_time_max,
+            slow_followers: r.slow_eviction_enable.then(|| SlowFollowerRule {
+                ratio: r.slow_eviction_ratio,
+                floor: r.slow_eviction_min,
+                window: r.slow_eviction_window,
+                min_isr: 1,
+            }),
         }
     }
 }

@@ -18,8 +18,6 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::config::checks::RACK_AWARE_SELECTOR;
-
 /// Record bytes this broker served to consumers as a follower.
 pub static FOLLOWER_READ_BYTES: AtomicU64 = AtomicU64::new(0);
 /// Fetch answers in which this leader sent a consumer to another replica.
@@ -33,25 +31,9 @@ pub fn note_redirect() {
     PREFERRED_REPLICA_REDIRECTS.fetch_add(1, Ordering::Relaxed);
 }
 
-/// How the leader picks the replica a consumer reads from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplicaSelector {
-    /// Always the leader (KIP-392 off).
-    Leader,
-    /// A replica in the client's rack, when one holds the fetch offset.
-    RackAware,
-}
-
-impl ReplicaSelector {
-    /// From the config's value (validated at load: unknown names never
-    /// reach here, and fall back to the leader if they do).
-    pub fn from_config(value: &str) -> Self {
-        match value.trim() {
-            "" | RACK_AWARE_SELECTOR => ReplicaSelector::RackAware,
-            _ => ReplicaSelector::Leader,
-        }
-    }
-}
+/// How the leader picks the replica a consumer reads from (a setting,
+/// parsed with the others).
+pub use crate::config::settings::ReplicaSelector;
 
 /// One replica as the leader sees it.
 #[derive(Debug, Clone)]
@@ -232,7 +214,7 @@ mod tests {
         };
         assert_eq!(preferred_read_replica(ReplicaSelector::Leader, &s), None);
         assert_eq!(
-            preferred_read_replica(ReplicaSelector::from_config(RACK_AWARE_SELECTOR), &s),
+            preferred_read_replica(ReplicaSelector::RackAware, &s),
             Some(2)
         );
     }

@@ -75,7 +75,7 @@ pub fn describe(
             this_broker(b, resource_name)?;
             for d in config::broker_defs().filter(|d| keep(d)) {
                 let dynamic = DYNAMIC_BROKER_CONFIGS.contains(&d.name);
-                let (value, source) = b.dynamic.value(&b.config, d.name);
+                let (value, source) = b.dynamic.value(d.name);
                 let value = (!value.is_empty()).then_some(value);
                 let (source, read_only) = if source == ConfigSource::DynamicBrokerConfig {
                     (source, false)
@@ -237,12 +237,7 @@ pub async fn alter(
                 .replace(values)
                 .map_err(|e| (ResponseError::KafkaStorageError, e.to_string()))?;
             if let Some(r) = &b.remote {
-                r.prefetcher
-                    .budget()
-                    .set_policy(b.dynamic.class_policy(&b.config));
-                r.prefetcher
-                    .quota()
-                    .set_rate(b.dynamic.fetch_quota_rate(&b.config));
+                r.apply_dynamic(&b.dynamic.settings());
             }
             tracing::info!(settings = ?b.dynamic.values(), "updated dynamic broker settings");
             Ok(())

@@ -105,7 +105,7 @@ impl Broker {
     }
     /// `broker.rack`, if set.
     pub fn rack(&self) -> Option<String> {
-        Some(self.config.value("broker.rack")).filter(|r| !r.is_empty())
+        self.config.settings().rack.clone()
     }
 }
 

@@ -136,7 +136,7 @@ pub async fn create_topic(
             .unwrap_or(Err(TopicError::Interrupted))?;
         b.cluster.topics_synced().await;
         let count = if validate_only && p == -1 {
-            b.config.i32("num.partitions")
+            b.config.settings().num_partitions
         } else if validate_only {
             p
         } else {
@@ -151,12 +151,12 @@ pub async fn create_topic(
     }
     validate_topic_name(name)?;
     let partitions = if partitions == -1 {
-        b.config.i32("num.partitions")
+        b.config.settings().num_partitions
     } else {
         partitions
     };
     let rf = if rf == -1 {
-        b.config.i32("default.replication.factor")
+        b.config.settings().default_replication_factor
     } else {
         rf
     };
@@ -184,7 +184,7 @@ pub async fn create_topic(
     if is_quorum(&configs) {
         configs
             .entry("min.insync.replicas".to_string())
-            .or_insert_with(|| b.config.value("min.insync.replicas"));
+            .or_insert_with(|| b.config.settings().min_insync_replicas.to_string());
     }
     if b.cluster.view.snapshot().topic(name).is_some() {
         return Err(TopicError::AlreadyExists(name.to_string()));
@@ -235,7 +235,7 @@ pub async fn delete_topic(b: &Broker, name: &str) -> Result<Uuid, TopicError> {
         b.cluster.topics_synced().await;
         t.id
     } else {
-        if !b.config.bool("delete.topic.enable") {
+        if !b.config.settings().delete_topic_enable {
             return Err(TopicError::DeletionDisabled);
         }
         let snap = b.cluster.view.snapshot();

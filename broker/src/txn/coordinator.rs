@@ -39,15 +39,13 @@ pub struct TxnConfig {
 
 impl TxnConfig {
     pub fn from_broker(c: &BrokerConfig) -> Self {
-        let ms = |n: &str| Duration::from_millis(c.i64(n).max(1) as u64);
+        let s = c.settings();
         TxnConfig {
-            max_timeout_ms: c.i32("transaction.max.timeout.ms"),
-            abort_check_interval: ms("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
-            id_expiration_ms: c.i64("transactional.id.expiration.ms"),
-            expiration_check_interval: ms(
-                "transaction.remove.expired.transaction.cleanup.interval.ms",
-            ),
-            write_timeout: ms("offsets.commit.timeout.ms"),
+            max_timeout_ms: s.txn.max_timeout_ms,
+            abort_check_interval: s.txn.abort_timed_out_cleanup_interval,
+            id_expiration_ms: s.txn.id_expiration_ms,
+            expiration_check_interval: s.txn.remove_expired_cleanup_interval,
+            write_timeout: s.offsets_commit_timeout,
         }
     }
 }
@@ -170,7 +168,7 @@ impl TransactionCoordinator {
         let log = CoordinatorLog::open(
             logs.clone(),
             TRANSACTION_STATE_TOPIC,
-            broker.i32("transaction.state.log.num.partitions"),
+            broker.settings().transaction_state_log.num_partitions,
             clustered,
         )
         .map_err(|source| crate::start_error::StartError::Topic {

@@ -98,7 +98,7 @@ async fn elect_one(b: &Broker, topic: &str, p: i32, kind: ElectionType) -> Resul
                         Some("the partition has no leader yet: its replicas are reporting their logs")));
                 }
                 let reports = quorum::reports_for(snap, topic, p);
-                let default = b.config.i32("min.insync.replicas");
+                let default = b.config.settings().min_insync_replicas;
                 return match quorum::choose_leader(&e.state, &reports, &snap.brokers, &draining,
                     quorum::min_insync(snap, topic, default), quorum::Unclean::Now)
                 {

@@ -78,7 +78,7 @@ async fn handle_topics(req: MetadataRequest, version: i16, b: &Broker) -> Metada
             .collect();
         return r;
     };
-    let auto_create = b.config.bool("auto.create.topics.enable")
+    let auto_create = b.config.settings().auto_create_topics_enable
         && (version < 4 || req.allow_auto_topic_creation);
     for t in requested {
         let name = match (&t.name, t.topic_id) {

@@ -62,8 +62,7 @@ pub async fn write_txn_markers(
     b: &Broker,
 ) -> WriteTxnMarkersResponse {
     let mut r = WriteTxnMarkersResponse::default();
-    let timeout =
-        std::time::Duration::from_millis(b.config.i64("offsets.commit.timeout.ms").max(1) as u64);
+    let timeout = b.config.settings().offsets_commit_timeout;
     for m in req.markers {
         let marker = MarkerRequest {
             producer_id: m.producer_id.0,
