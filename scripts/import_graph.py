@@ -154,6 +154,12 @@ FIELDS = [
     ("broker", ["**/*.rs"], re.compile(r'\.value\("[a-z0-9]+(?:\.[a-z0-9]+)+"\)'),
      "code reads a broker setting from config.settings() (typed, parsed once),"
      " not by name (config/settings.rs)"),
+    ("broker", ["group/coordinator.rs", "group/join.rs", "group/timers.rs", "group/offsets.rs",
+                "group/txn_offsets.rs", "group/loading.rs", "group/group.rs",
+                "txn/coordinator.rs", "txn/completion.rs", "txn/loading.rs"],
+     re.compile(r"\b(?:Instant::now|SystemTime::now|clock::now_ms)\(\)|(?<![\w.])now_ms\(\)|\.elapsed\(\)"),
+     "the coordinators read time from their injected clock (self.clock), so tests"
+     " move time instead of sleeping (clock.rs)"),
 ]
 
 

@@ -459,9 +459,11 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     let l = logs.clone();
     let cfg = config.clone();
     http_state.set_phase("loading coordinators");
-    let groups = tokio::task::spawn_blocking(move || GroupCoordinator::open(l, &cfg, clustered))
-        .await
-        .context("group coordinator loading task failed")??;
+    let groups = tokio::task::spawn_blocking(move || {
+        GroupCoordinator::open(l, &cfg, clustered, strata_broker::clock::system())
+    })
+    .await
+    .context("group coordinator loading task failed")??;
 
     let listener = TcpListener::bind(&args.listen)
         .await
@@ -503,7 +505,14 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         config.clone(),
     );
     let txns = tokio::task::spawn_blocking(move || {
-        strata_broker::txn::TransactionCoordinator::open(l, g, p, &cfg, clustered)
+        strata_broker::txn::TransactionCoordinator::open(
+            l,
+            g,
+            p,
+            &cfg,
+            clustered,
+            strata_broker::clock::system(),
+        )
     })
     .await
     .context("transaction coordinator loading task failed")??;

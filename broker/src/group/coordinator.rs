@@ -20,7 +20,7 @@ use tokio::sync::oneshot;
 use super::group::{Group, GroupState, JoinResult, Member, SyncResult};
 use super::records::{GroupValue, MemberRecord, RecordKey};
 use super::store::OffsetsLog;
-use crate::clock::now_ms;
+use crate::clock::SharedClock;
 use crate::config::BrokerConfig;
 use crate::log_manager::LogManager;
 
@@ -98,6 +98,8 @@ pub struct GroupCoordinator {
     /// In a cluster: whether a partition this broker hosts no replica of
     /// exists (the cluster view), so groups can commit offsets for it.
     cluster_partitions: ClusterPartitions,
+    /// Sessions, rebalance deadlines, commit and expiry times.
+    pub(super) clock: SharedClock,
 }
 
 /// Whether `topic`/`partition` exists in the cluster.
@@ -133,6 +135,7 @@ impl GroupCoordinator {
         logs: Arc<LogManager>,
         broker: &BrokerConfig,
         clustered: bool,
+        clock: SharedClock,
     ) -> Result<Arc<Self>, crate::start_error::StartError> {
         let store = OffsetsLog::open(
             logs.clone(),
@@ -153,6 +156,7 @@ impl GroupCoordinator {
             lag: super::lag::LagTracker::new(broker.settings().group.lag_window),
             remote: Default::default(),
             cluster_partitions: ClusterPartitions::default(),
+            clock,
         }))
     }
 
@@ -236,7 +240,7 @@ impl GroupCoordinator {
                     let (tx, rx) = oneshot::channel();
                     if let Some(m) = group.members.get_mut(member_id) {
                         m.awaiting_sync = Some(tx);
-                        m.last_heartbeat = Instant::now();
+                        m.last_heartbeat = self.clock.now();
                     }
                     if group.leader.as_deref() == Some(member_id) {
                         let mut by_member: HashMap<String, Bytes> =
@@ -246,7 +250,7 @@ impl GroupCoordinator {
                         }
                         group.state = GroupState::Stable;
                         group.phase_deadline = None;
-                        group.state_timestamp_ms = now_ms();
+                        group.state_timestamp_ms = self.clock.now_ms();
                         self.persist_group(group);
                         tracing::info!(group = %group.id, generation = group.generation, "group is stable");
                         let (pt, pn) = (group.protocol_type.clone(), group.protocol_name.clone());
@@ -290,7 +294,7 @@ impl GroupCoordinator {
             return code(e);
         }
         if let Some(m) = group.members.get_mut(member_id) {
-            m.last_heartbeat = Instant::now();
+            m.last_heartbeat = self.clock.now();
         }
         match group.state {
             GroupState::Empty | GroupState::Dead => code(ResponseError::UnknownMemberId),
@@ -310,7 +314,7 @@ impl GroupCoordinator {
         let Some(group) = groups.get_mut(group_id) else {
             return Err(code(ResponseError::UnknownMemberId));
         };
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut out = Vec::with_capacity(members.len());
         let mut removed = false;
         for (member_id, instance) in members {
@@ -490,14 +494,14 @@ impl GroupCoordinator {
     /// Takes one round of lag samples (blocking: reads batch headers).
     pub fn sample_lag(&self) {
         let obs = self.lag_observations();
-        self.lag
-            .record(Instant::now(), &obs, |topic, partition, offset| match self
-                .logs
-                .partition(topic, partition)
-            {
+        self.lag.record(
+            self.clock.now(),
+            &obs,
+            |topic, partition, offset| match self.logs.partition(topic, partition) {
                 Some(l) => l.batch_timestamp_at(offset).ok().flatten(),
                 None => self.remote.timestamp_at(topic, partition, offset),
-            });
+            },
+        );
     }
 
     /// Completed rebalances of each group since this coordinator loaded it.

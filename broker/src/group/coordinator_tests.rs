@@ -1,11 +1,31 @@
 //! Unit tests of the group coordinator against a real LogManager.
 
 use super::*;
+use crate::clock::{Clock, ManualClock};
 use crate::group::OffsetCommit;
 use std::collections::BTreeMap;
 
 fn setup(
     sets: &[&str],
+) -> (
+    tempfile::TempDir,
+    Arc<LogManager>,
+    Arc<GroupCoordinator>,
+    BrokerConfig,
+) {
+    setup_with_clock(sets, crate::clock::system())
+}
+
+/// As `setup`, on a clock the test moves.
+fn setup_manual(sets: &[&str]) -> (tempfile::TempDir, Arc<GroupCoordinator>, Arc<ManualClock>) {
+    let clock = ManualClock::new();
+    let (dir, _, c, _) = setup_with_clock(sets, clock.clone());
+    (dir, c, clock)
+}
+
+fn setup_with_clock(
+    sets: &[&str],
+    clock: crate::clock::SharedClock,
 ) -> (
     tempfile::TempDir,
     Arc<LogManager>,
@@ -22,7 +42,7 @@ fn setup(
     let logs = LogManager::open(dir.path(), Arc::new(cfg.clone())).unwrap();
     logs.create_topic("t", 2, 1, BTreeMap::new(), false)
         .unwrap();
-    let c = GroupCoordinator::open(logs.clone(), &cfg, false).unwrap();
+    let c = GroupCoordinator::open(logs.clone(), &cfg, false, clock).unwrap();
     c.follow_leadership_now();
     (dir, logs, c, cfg)
 }
@@ -207,13 +227,16 @@ async fn static_member_rejoin_keeps_generation_and_fences_old_id() {
 
 #[tokio::test]
 async fn session_expiry_removes_member_and_empties_group() {
-    let (_d, _l, c, _) = setup(&["group.min.session.timeout.ms=0"]);
+    let (_d, c, clock) = setup_manual(&["group.min.session.timeout.ms=0"]);
     let mut r = join_req("", None);
     r.session_timeout_ms = 100;
     r.require_known_member_id = false;
     let a = c.join(r).await;
     c.sync("g", &a.member_id, None, 1, None, None, vec![]).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    clock.advance(Duration::from_millis(99));
+    c.tick();
+    assert_eq!(c.describe("g").state, "Stable", "alive within its session");
+    clock.advance(Duration::from_millis(1));
     c.tick();
     assert_eq!(c.describe("g").state, "Empty");
     assert_eq!(
@@ -224,25 +247,22 @@ async fn session_expiry_removes_member_and_empties_group() {
 
 #[tokio::test]
 async fn tick_reports_the_session_deadline_and_expires_at_it() {
-    let (_d, _l, c, _) = setup(&["group.min.session.timeout.ms=0"]);
+    let (_d, c, clock) = setup_manual(&["group.min.session.timeout.ms=0"]);
     let mut r = join_req("", None);
     r.session_timeout_ms = 300;
     r.require_known_member_id = false;
     let a = c.join(r).await;
     c.sync("g", &a.member_id, None, 1, None, None, vec![]).await;
-    let synced = Instant::now();
+    let synced = clock.now();
     let next = c.tick().expect("a live member has a session deadline");
     // The deadline is the member's last heartbeat (its join/sync) plus its
-    // session timeout: not later than 300 ms from now, not before the sync.
-    assert!(next <= synced + Duration::from_millis(300), "{next:?}");
-    assert!(next + Duration::from_millis(300) >= synced, "{next:?}");
+    // session timeout, to the instant: the clock has not moved.
+    assert_eq!(next, synced + Duration::from_millis(300));
     // Just before the deadline the member is alive; at it, it is gone.
-    if let Some(early) = next.checked_sub(Duration::from_millis(50)) {
-        tokio::time::sleep_until(early.into()).await;
-        c.tick();
-        assert_eq!(c.describe("g").state, "Stable");
-    }
-    tokio::time::sleep_until(next.into()).await;
+    clock.advance(Duration::from_millis(299));
+    assert_eq!(c.tick(), Some(next));
+    assert_eq!(c.describe("g").state, "Stable");
+    clock.advance(Duration::from_millis(1));
     assert_eq!(c.tick(), None, "an empty group has no deadline left");
     assert_eq!(c.describe("g").state, "Empty");
 }
@@ -275,7 +295,7 @@ async fn offsets_and_membership_survive_reopen() {
     drop(logs);
     let logs = LogManager::open(d.path(), Arc::new(cfg.clone())).unwrap();
     logs.start_background();
-    let c = GroupCoordinator::open(logs, &cfg, false).unwrap();
+    let c = GroupCoordinator::open(logs, &cfg, false, crate::clock::system()).unwrap();
     c.follow_leadership_now();
     let f = c.fetch("g", None);
     assert_eq!(
@@ -336,7 +356,7 @@ async fn offsets_of_empty_groups_expire_durably() {
     drop(logs);
     let logs = LogManager::open(d.path(), Arc::new(cfg.clone())).unwrap();
     logs.start_background();
-    let c = GroupCoordinator::open(logs, &cfg, false).unwrap();
+    let c = GroupCoordinator::open(logs, &cfg, false, crate::clock::system()).unwrap();
     c.follow_leadership_now();
     assert!(
         c.fetch("old", None).is_empty(),
@@ -408,7 +428,7 @@ async fn the_log_cleaner_keeps_only_live_state() {
     drop(logs);
     let logs = LogManager::open(d.path(), Arc::new(cfg.clone())).unwrap();
     logs.start_background();
-    let c = GroupCoordinator::open(logs, &cfg, false).unwrap();
+    let c = GroupCoordinator::open(logs, &cfg, false, crate::clock::system()).unwrap();
     c.follow_leadership_now();
     let f = c.fetch("g", Some(vec![("t".into(), vec![0, 1])]));
     assert_eq!((f[0].offset, f[1].offset), (298, 299));

@@ -11,7 +11,6 @@ use tokio::sync::oneshot;
 
 use super::coordinator::{code, current_join_result, sync_error, GroupCoordinator, JoinRequest};
 use super::group::{Group, GroupState, JoinResult, Member};
-use crate::clock::now_ms;
 
 enum Join {
     Now(JoinResult),
@@ -38,7 +37,7 @@ impl GroupCoordinator {
         {
             return err(ResponseError::InvalidSessionTimeout);
         }
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut groups = self.lock();
         let group = groups
             .entry(req.group_id.clone())
@@ -203,7 +202,7 @@ impl GroupCoordinator {
             }
         }
         group.state = GroupState::PreparingRebalance;
-        group.state_timestamp_ms = now_ms();
+        group.state_timestamp_ms = self.clock.now_ms();
         group.phase_deadline =
             Some(now + Duration::from_millis(group.max_rebalance_timeout_ms().max(0) as u64));
         group.join_not_before = if from_empty && self.cfg.initial_rebalance_delay_ms > 0 {
@@ -245,7 +244,7 @@ impl GroupCoordinator {
         group.join_not_before = None;
         group.generation += 1;
         group.rebalances += 1;
-        group.state_timestamp_ms = now_ms();
+        group.state_timestamp_ms = self.clock.now_ms();
         if group.members.is_empty() {
             group.state = GroupState::Empty;
             group.protocol_name = None;

@@ -72,7 +72,7 @@ impl GroupCoordinator {
 
     /// Replays partition `p` and serves its groups (led at `epoch`).
     fn load_partition(&self, p: i32, epoch: i32) -> Result<(), LogError> {
-        let started = Instant::now();
+        let started = self.clock.now();
         let mut loaded: HashMap<String, Group> = HashMap::new();
         let mut pending = PendingTxnOffsets::default();
         let records = self
@@ -107,7 +107,11 @@ impl GroupCoordinator {
                 leader_epoch = epoch,
                 groups = count,
                 records,
-                elapsed_ms = started.elapsed().as_millis() as u64,
+                elapsed_ms = self
+                    .clock
+                    .now()
+                    .saturating_duration_since(started)
+                    .as_millis() as u64,
                 "loaded consumer groups"
             );
         }

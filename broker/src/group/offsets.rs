@@ -3,8 +3,6 @@
 //! — the parts of the [`GroupCoordinator`] that write and read the offsets
 //! log.
 
-use std::time::Instant;
-
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 
@@ -12,7 +10,6 @@ use super::coordinator::{check_member, code, GroupCoordinator};
 use super::group::{Group, GroupState};
 use super::records::{OffsetValue, RecordKey};
 use super::store::PendingWrite;
-use crate::clock::now_ms;
 use crate::log::group_commit::CommitWait;
 
 /// One partition's committed offset, as OffsetFetch returns it.
@@ -49,7 +46,7 @@ impl GroupCoordinator {
         offsets: &[OffsetCommit],
         result: &mut [i16],
     ) -> OffsetRecords {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let mut records = Vec::new();
         let mut written = Vec::new();
         for (i, o) in offsets.iter().enumerate() {
@@ -119,7 +116,7 @@ impl GroupCoordinator {
                     return all(ResponseError::RebalanceInProgress);
                 }
                 if let Some(m) = group.members.get_mut(member_id) {
-                    m.last_heartbeat = Instant::now();
+                    m.last_heartbeat = self.clock.now();
                 }
             }
             let (records, values) = self.offset_records(group_id, &offsets, &mut result);
@@ -346,7 +343,7 @@ impl GroupCoordinator {
         if self.cfg.offsets_retention_ms <= 0 {
             return;
         }
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let mut groups = self.lock();
         let mut dead = Vec::new();
         for group in groups.values_mut() {

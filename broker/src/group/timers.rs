@@ -22,7 +22,7 @@ impl GroupCoordinator {
     /// never joined, rebalance phases past their deadline, delayed joins.
     /// Returns the earliest deadline still pending, when the next pass is due.
     pub fn tick(&self) -> Option<Instant> {
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut groups = self.lock();
         let mut next: Option<Instant> = None;
         let mut wake_at = |t: Instant| next = Some(next.map_or(t, |n| n.min(t)));
@@ -91,7 +91,7 @@ impl GroupCoordinator {
             // the pass (a new member, a new rebalance) is noticed.
             loop {
                 let next = me.tick();
-                let now = Instant::now();
+                let now = me.clock.now();
                 let cap = now + MAX_TIMER_SLEEP;
                 let wake = next.map_or(cap, |d| d.min(cap)).max(now + MIN_TIMER_SLEEP);
                 tokio::time::sleep_until(wake.into()).await;

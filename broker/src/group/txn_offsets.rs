@@ -6,8 +6,6 @@
 //! requires stable offsets is answered UNSTABLE_OFFSET_COMMIT.
 //! Replay rebuilds the same state from the log's records and markers.
 
-use std::time::Instant;
-
 use kafka_protocol::ResponseError;
 
 use super::coordinator::{check_member, code, GroupCoordinator};
@@ -55,7 +53,7 @@ impl GroupCoordinator {
                             return all(ResponseError::IllegalGeneration);
                         }
                         if let Some(m) = group.members.get_mut(&req.member_id) {
-                            m.last_heartbeat = Instant::now();
+                            m.last_heartbeat = self.clock.now();
                         }
                     }
                     _ => return all(ResponseError::IllegalGeneration),

@@ -34,7 +34,9 @@ async fn broker(dir: &std::path::Path) -> Broker {
     let logs = LogManager::open(dir, config.clone()).unwrap();
     logs.create_topic("t", 2, 1, BTreeMap::new(), false)
         .unwrap();
-    let groups = crate::group::GroupCoordinator::open(logs.clone(), &config, false).unwrap();
+    let groups =
+        crate::group::GroupCoordinator::open(logs.clone(), &config, false, crate::clock::system())
+            .unwrap();
     groups.follow_leadership_now();
     let producer_ids = Arc::new(crate::producer_ids::ProducerIdManager::open(dir, 0).unwrap());
     let txns = crate::txn::TransactionCoordinator::open(
@@ -43,6 +45,7 @@ async fn broker(dir: &std::path::Path) -> Broker {
         producer_ids.clone(),
         &config,
         false,
+        crate::clock::system(),
     )
     .unwrap();
     txns.follow_leadership_now();

@@ -21,7 +21,6 @@ use std::time::Duration;
 use super::coordinator::{AbortCause, TransactionCoordinator};
 use super::marker_channel::{MarkerSpec, Route, SendError};
 use super::records::TxnState;
-use crate::clock::now_ms;
 use crate::group::OFFSETS_TOPIC;
 use crate::log::control::{Marker, MarkerType};
 use crate::log::group_commit::CommitWait;
@@ -140,7 +139,7 @@ impl TransactionCoordinator {
                 TxnState::CompleteAbort
             };
             v.partitions.clear();
-            v.last_update_ms = now_ms();
+            v.last_update_ms = self.clock.now_ms();
             v
         };
         self.transition(id, next, coordinator_epoch)
@@ -307,7 +306,7 @@ impl TransactionCoordinator {
 
     /// Aborts every transaction open longer than its timeout.
     pub async fn abort_timed_out(self: Arc<Self>) {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let expired: Vec<String> = self
             .lock()
             .iter()
@@ -329,7 +328,7 @@ impl TransactionCoordinator {
     /// Removes ids idle longer than `transactional.id.expiration.ms` with
     /// no open transaction (a tombstone in the log).
     async fn expire_ids(&self) {
-        let cutoff = now_ms() - self.cfg.id_expiration_ms;
+        let cutoff = self.clock.now_ms() - self.cfg.id_expiration_ms;
         let expired: Vec<(String, i32)> = {
             let mut txns = self.lock();
             let ids: Vec<String> = txns

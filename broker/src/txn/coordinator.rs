@@ -15,7 +15,7 @@ use kafka_protocol::ResponseError;
 use super::marker_channel::TxnMarkerChannel;
 use super::records::{encode_key, TxnState, TxnValue};
 use super::TRANSACTION_STATE_TOPIC;
-use crate::clock::now_ms;
+use crate::clock::SharedClock;
 use crate::config::BrokerConfig;
 use crate::coordinator_log::CoordinatorLog;
 use crate::group::records::partition_for;
@@ -136,6 +136,8 @@ pub struct TransactionCoordinator {
     pub counters: TxnCounters,
     /// Where markers go in a cluster (unset: all local).
     pub(super) markers: std::sync::OnceLock<TxnMarkerChannel>,
+    /// Transaction start and update times, timeouts, id expiry.
+    pub(super) clock: SharedClock,
 }
 
 /// What InitProducerId does for an existing id.
@@ -164,6 +166,7 @@ impl TransactionCoordinator {
         producer_ids: Arc<ProducerIdManager>,
         broker: &BrokerConfig,
         clustered: bool,
+        clock: SharedClock,
     ) -> Result<Arc<Self>, crate::start_error::StartError> {
         let log = CoordinatorLog::open(
             logs.clone(),
@@ -184,6 +187,7 @@ impl TransactionCoordinator {
             cfg: TxnConfig::from_broker(broker),
             counters: TxnCounters::default(),
             markers: std::sync::OnceLock::new(),
+            clock,
         }))
     }
 
@@ -264,7 +268,7 @@ impl TransactionCoordinator {
         if timeout_ms <= 0 || timeout_ms > self.cfg.max_timeout_ms {
             return Err(ResponseError::InvalidTransactionTimeout);
         }
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let coordinator_epoch: i32;
         let step = {
             let mut txns = self.lock();
@@ -409,7 +413,7 @@ impl TransactionCoordinator {
         epoch: i16,
         partitions: Vec<(String, i32)>,
     ) -> Result<(), TxnError> {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let (next, coordinator_epoch) = {
             let mut txns = self.lock();
             let coordinator_epoch = self.check_coordinator(id)?;
@@ -560,7 +564,7 @@ impl TransactionCoordinator {
             }
             let mut v = m.value();
             v.state = state;
-            v.last_update_ms = now_ms();
+            v.last_update_ms = self.clock.now_ms();
             if abort.is_some_and(|(_, bump)| bump) && v.producer_epoch < i16::MAX {
                 // The fenced producer may come back with the epoch it had
                 // (KIP-360): it is recognised by it.
@@ -607,7 +611,7 @@ impl TransactionCoordinator {
         producer_ids: &[i64],
         min_duration_ms: i64,
     ) -> Vec<(String, i64, TxnState)> {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let mut out: Vec<_> = self
             .lock()
             .iter()

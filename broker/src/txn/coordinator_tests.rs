@@ -18,6 +18,13 @@ use crate::log::batch;
 use crate::log::PartitionLog;
 
 fn setup(dir: &std::path::Path) -> (Arc<LogManager>, Arc<TransactionCoordinator>) {
+    setup_with_clock(dir, crate::clock::system())
+}
+
+fn setup_with_clock(
+    dir: &std::path::Path,
+    clock: crate::clock::SharedClock,
+) -> (Arc<LogManager>, Arc<TransactionCoordinator>) {
     let cfg = BrokerConfig::load(
         None,
         &[
@@ -32,10 +39,10 @@ fn setup(dir: &std::path::Path) -> (Arc<LogManager>, Arc<TransactionCoordinator>
         logs.create_topic("t", 2, 1, BTreeMap::new(), false)
             .unwrap();
     }
-    let groups = GroupCoordinator::open(logs.clone(), &cfg, false).unwrap();
+    let groups = GroupCoordinator::open(logs.clone(), &cfg, false, clock.clone()).unwrap();
     groups.follow_leadership_now();
     let ids = Arc::new(ProducerIdManager::open(dir, 0).unwrap());
-    let txns = TransactionCoordinator::open(logs.clone(), groups, ids, &cfg, false).unwrap();
+    let txns = TransactionCoordinator::open(logs.clone(), groups, ids, &cfg, false, clock).unwrap();
     txns.follow_leadership_now();
     (logs, txns)
 }
@@ -215,14 +222,21 @@ async fn prepare_commit_found_on_reopen_is_completed() {
 #[tokio::test]
 async fn a_timed_out_transaction_is_aborted_with_a_bumped_epoch() {
     let dir = tempfile::tempdir().unwrap();
-    let (logs, t) = setup(dir.path());
+    let clock = crate::clock::ManualClock::new();
+    let (logs, t) = setup_with_clock(dir.path(), clock.clone());
     let p = t.init_producer_id("slow", 1, None).await.unwrap();
     t.add_partitions("slow", p.producer_id, 0, vec![("t".into(), 0)])
         .await
         .unwrap();
     let log = logs.partition("t", 0).unwrap();
     produce_txn(&log, p.producer_id, 0, 0).await;
-    tokio::time::sleep(Duration::from_millis(5)).await;
+    t.clone().abort_timed_out().await;
+    assert_eq!(
+        t.describe("slow").map(|m| m.state),
+        Some(TxnState::Ongoing),
+        "within its 1 ms timeout"
+    );
+    clock.advance(Duration::from_millis(2));
     t.clone().abort_timed_out().await;
     let m = wait_state(&t, "slow", TxnState::CompleteAbort).await;
     assert_eq!(m.producer_epoch, 1);

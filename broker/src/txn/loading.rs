@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::coordinator::{TransactionCoordinator, TxnError, TxnMetadata};
 use super::records::{decode_key, TxnValue};
@@ -68,7 +67,7 @@ impl TransactionCoordinator {
     /// the ids whose transaction was found prepared: their markers are
     /// written again.
     fn load_partition(&self, p: i32, epoch: i32) -> Result<Vec<String>, LogError> {
-        let started = Instant::now();
+        let started = self.clock.now();
         let mut loaded: HashMap<String, TxnMetadata> = HashMap::new();
         let records = self.log.replay_partition(p, |r| {
             let Replayed::Record { key, value, .. } = r else {
@@ -121,7 +120,11 @@ impl TransactionCoordinator {
                 transactional_ids = count,
                 prepared = prepared.len(),
                 records,
-                elapsed_ms = started.elapsed().as_millis() as u64,
+                elapsed_ms = self
+                    .clock
+                    .now()
+                    .saturating_duration_since(started)
+                    .as_millis() as u64,
                 "loaded transaction state"
             );
         }
