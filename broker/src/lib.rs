@@ -22,6 +22,7 @@ pub mod log;
 pub mod log_manager;
 pub mod meta_properties;
 pub mod metrics;
+pub mod node;
 pub mod partition;
 pub mod producer_ids;
 pub mod remote;

@@ -38,7 +38,7 @@ use super::segment::{
 use super::txn_index::{encode_entries, TXN_INDEX_SUFFIX};
 
 pub use super::cleaner_checkpoint::{interrupted_pass, CleanerCheckpoint, TMP_DIR};
-pub use super::cleaner_threads::{clean_dirtiest, start_cleaners};
+pub use super::cleaner_threads::{clean_dirtiest, start_cleaners, Cleaners};
 pub use super::offset_map::{OffsetMap, Throttle};
 
 /// How far a stored batch's records may inflate while the cleaner reads it.

@@ -95,7 +95,13 @@ pub struct LogManager {
     /// topics stay out: their appends are offset commits, which readers of
     /// history make too.
     commit_latency: Arc<LatencyHistogram>,
+    /// The log cleaner's threads, once started; stopped (and joined) by
+    /// `shutdown` before the logs are closed.
+    cleaners: Mutex<Option<crate::log::cleaner::Cleaners>>,
 }
+
+/// How long `shutdown` waits for a cleaning pass in progress to end.
+const CLEANER_STOP_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl LogManager {
     /// Opens (or initialises) the data directory and every topic in it,
@@ -235,6 +241,7 @@ impl LogManager {
             changes: tokio::sync::watch::channel(0).0,
             roles: tokio::sync::watch::channel(0).0,
             commit_latency: Arc::new(LatencyHistogram::new()),
+            cleaners: Mutex::new(None),
         }))
     }
 
@@ -664,11 +671,12 @@ impl LogManager {
         });
         if self.broker.settings().cleaner.enable {
             let me = self.clone();
-            crate::log::cleaner::start_cleaners(
+            let cleaners = crate::log::cleaner::start_cleaners(
                 &self.broker.settings().cleaner,
                 move || me.cleanable_logs(),
                 strata_prefetch::threads::lower_thread_priority,
             );
+            *self.cleaners.lock().unwrap_or_else(|e| e.into_inner()) = Some(cleaners);
         }
         let me = self.clone();
         let interval = self.broker.settings().log_flush_offset_checkpoint_interval;
@@ -712,6 +720,23 @@ impl LogManager {
     /// Clean shutdown: flush and seal every log, write checkpoints, then the
     /// marker that lets the next start skip recovery.
     pub fn shutdown(&self) -> io::Result<()> {
+        // No cleaning pass may swap segments while the logs are closed and
+        // checkpointed: the cleaner threads stop first.
+        let cleaners = self
+            .cleaners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(cleaners) = cleaners {
+            match cleaners.stop(CLEANER_STOP_LIMIT) {
+                0 => tracing::debug!("log cleaner threads stopped"),
+                left => tracing::warn!(
+                    threads = left,
+                    limit_s = CLEANER_STOP_LIMIT.as_secs(),
+                    "log cleaner threads still in a pass; closing the logs under them"
+                ),
+            }
+        }
         let _admin = self.admin.lock().unwrap_or_else(|e| e.into_inner());
         for log in self.all_logs() {
             log.close()?;
