@@ -10,6 +10,9 @@
 //! itself, the tiering manager and the historical read path, and counts
 //! every request made to it ([`counting_store`]).
 //!
+//! Each partition's manifest lives in memory in one [`ManifestView`], which
+//! the tiering manager publishes to and the readers of history read.
+//!
 //! This crate knows no other Strata crate and never reads segment data; it
 //! only records where segments are.
 
@@ -22,6 +25,7 @@ pub mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod topics;
+pub mod view;
 
 pub use bucket::{Bucket, BucketError};
 pub use error::CatalogError;
@@ -29,3 +33,4 @@ pub use layout::PartitionPath;
 pub use manifest::{PartitionManifest, RemoteSegment};
 pub use store::PartitionCatalog;
 pub use topics::{ClusterMetadata, MetadataStore, TopicMetadata};
+pub use view::ManifestView;

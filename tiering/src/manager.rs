@@ -17,11 +17,13 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use object_store::ObjectStore;
-use strata_catalog::{CatalogError, PartitionCatalog, PartitionManifest, PartitionPath};
+use strata_catalog::{
+    CatalogError, ManifestView, PartitionCatalog, PartitionManifest, PartitionPath,
+};
 use tokio::sync::{Notify, Semaphore};
 use tracing::Instrument;
 
@@ -150,7 +152,9 @@ pub struct RemotePartition {
     pub topic: String,
     pub topic_id: String,
     pub partition: i32,
-    manifest: RwLock<Arc<PartitionManifest>>,
+    /// The catalog's manifest in memory, shared with the readers of
+    /// history: this side publishes, they read.
+    view: Arc<ManifestView>,
     pub stats: PartitionStats,
     wake: Notify,
     /// The catalog writer, once claimed. The tiering task holds it for a
@@ -162,13 +166,14 @@ pub struct RemotePartition {
 
 impl RemotePartition {
     pub fn manifest(&self) -> Arc<PartitionManifest> {
-        self.manifest
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.view.current()
+    }
+    /// The shared view the readers of history hold.
+    pub fn view(&self) -> &Arc<ManifestView> {
+        &self.view
     }
     pub(crate) fn publish(&self, m: &PartitionManifest) {
-        *self.manifest.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(m.clone());
+        self.view.publish(m);
     }
     /// Runs the partition's next round now (after a config change).
     pub fn wake(&self) {
@@ -264,7 +269,7 @@ impl RemoteLogManager {
             topic: key.0.clone(),
             topic_id: topic_id.to_string(),
             partition: key.1,
-            manifest: RwLock::new(Arc::new(PartitionManifest::empty())),
+            view: Arc::new(ManifestView::new(&key.0, key.1, PartitionManifest::empty())),
             stats: PartitionStats::default(),
             wake: Notify::new(),
             writer: Arc::new(tokio::sync::Mutex::new(None)),

@@ -166,11 +166,18 @@ async fn leaders_claim_at_their_epoch_and_followers_keep_the_hot_tail() {
         ("b", Some(2))
     );
 
-    // a believes it leads at its old epoch: refused, it stays away and
-    // keeps its local segments.
+    // a believes it leads at its old epoch, with a segment to upload:
+    // refused, it stays away and keeps its local segments. Whether a saw
+    // itself deposed meanwhile (it claims again at epoch 1 and the claim
+    // is refused) or not (it still holds its epoch-1 writer, and its
+    // commit is refused) depends on when its task last looked at its role
+    // (every ROLE_CHECK, 1 s), so the test gives it something to write
+    // either way. The seal and the role change happen together for a's
+    // task (no await between them on this single-threaded runtime), so no
+    // follower round of a sees segment 20 and trims it.
+    a_log.seal(20, 100, 120_000);
     *a_log.role.lock().unwrap() = (true, Some(1));
     eventually("a fenced", || a_rp.stats.fenced.load(Ordering::Relaxed)).await;
-    a_log.seal(20, 100, 120_000);
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(
         a_log.local_bases(),

@@ -27,7 +27,7 @@ use kafka_protocol::ResponseError;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use strata_tiering::RemotePartition;
+use strata_catalog::ManifestView;
 
 use super::ReplicaManager;
 use crate::cluster::view::ClusterSnapshot;
@@ -350,27 +350,27 @@ impl ReplicaManager {
     /// The tiered view of `t`'s partition, if its fetch offset lies in the
     /// remote part of the log (below the local start, at or above the log
     /// start).
-    fn remote_partition(&self, t: &Target, log: &PartitionLog) -> Option<Arc<RemotePartition>> {
+    fn remote_partition(&self, t: &Target, log: &PartitionLog) -> Option<Arc<ManifestView>> {
         if t.fetch_offset >= log.local_log_start_offset() || t.fetch_offset < log.log_start_offset()
         {
             return None;
         }
         self.remote
             .as_ref()?
-            .partition(t.handle.as_ref()?, t.partition)
+            .manifest_view(t.handle.as_ref()?, t.partition)
     }
 
     /// The tiered view of `t`'s partition if the bucket holds the segment
     /// with its fetch offset, wherever the local log starts.
-    fn tiered_copy(&self, t: &Target) -> Option<Arc<RemotePartition>> {
-        let rp = self
+    fn tiered_copy(&self, t: &Target) -> Option<Arc<ManifestView>> {
+        let view = self
             .remote
             .as_ref()?
-            .partition(t.handle.as_ref()?, t.partition)?;
-        rp.manifest()
+            .manifest_view(t.handle.as_ref()?, t.partition)?;
+        view.current()
             .segment_for_offset(t.fetch_offset)
             .is_some()
-            .then_some(rp)
+            .then_some(view)
     }
 
     /// Reads every partition: local ones at once; those below the local
@@ -388,7 +388,7 @@ impl ReplicaManager {
         let mut out = Vec::with_capacity(targets.len());
         let mut total = 0usize;
         let mut any_error = false;
-        let mut remote_pending: Vec<(usize, Arc<RemotePartition>)> = Vec::new();
+        let mut remote_pending: Vec<(usize, Arc<ManifestView>)> = Vec::new();
         let isolation = if read_committed {
             Isolation::ReadCommitted
         } else {
@@ -467,10 +467,6 @@ impl ReplicaManager {
                 }
             }
         };
-        let remote_parts: Vec<(usize, Arc<RemotePartition>)> = remote_pending
-            .iter()
-            .map(|(i, rp)| (*i, rp.clone()))
-            .collect();
         let partitions = remote_pending
             .into_iter()
             .filter_map(|(i, rp)| {
@@ -480,20 +476,28 @@ impl ReplicaManager {
                     slot: i,
                     topic: log.topic().to_string(),
                     partition: t.partition,
+                    // The reader's priority class follows its consumer
+                    // group, which the coordinator knows by client and host.
+                    group: self.groups.group_of_reader(
+                        params.client_id,
+                        params.host,
+                        log.topic(),
+                        t.partition,
+                    ),
                     remote: rp,
                     fetch_offset: t.fetch_offset,
                     max_bytes: t.max_bytes,
                 })
             })
             .collect();
-        let reader = RemoteLogReader::new(remote, &self.groups);
+        let reader = RemoteLogReader::new(remote);
         let result = reader
             .fetch(RemoteFetch {
                 client_id: params.client_id,
-                host: params.host,
                 partitions,
                 bytes_left: response_max.saturating_sub(total),
                 nothing_local: total == 0,
+                read_committed,
                 deadline,
             })
             .await;
@@ -502,26 +506,7 @@ impl ReplicaManager {
             let Some(log) = &t.log else { continue };
             let pd = &mut out[i];
             match outcome {
-                RemoteFetchOutcome::Records(records) => {
-                    let rp = remote_parts.iter().find(|(s, _)| *s == i).map(|(_, rp)| rp);
-                    let range = read_committed.then(|| offset_range(&records)).flatten();
-                    let aborted = match (rp, range) {
-                        (Some(rp), Some((from, end))) => {
-                            match reader.aborted_transactions(rp, from, end).await {
-                                Ok(found) => found,
-                                Err(e) => {
-                                    // Never serve history a read committed
-                                    // consumer cannot filter: retriable error.
-                                    tracing::warn!(topic = %log.topic(), partition = t.partition,
-                                        error = %e, "reading a remote .txnindex failed");
-                                    storage_error(pd, log);
-                                    any_error = true;
-                                    continue;
-                                }
-                            }
-                        }
-                        _ => Vec::new(),
-                    };
+                RemoteFetchOutcome::Records { records, aborted } => {
                     total += fill_with(pd, remote_result(log, records), log, aborted)
                 }
                 RemoteFetchOutcome::NotReady => {
@@ -608,7 +593,7 @@ fn fill_with(
     if let Some((aborted, (from, end))) = pd
         .aborted_transactions
         .as_mut()
-        .and_then(|a| Some((a, offset_range(&read.records)?)))
+        .and_then(|a| Some((a, crate::log::batch::offset_range(&read.records)?)))
     {
         let mut all = remote_aborted;
         for t in log.aborted_transactions(from, end) {
@@ -621,17 +606,6 @@ fn fill_with(
     let n = read.records.len();
     pd.records = read.records;
     n
-}
-
-/// The offsets `[first base offset, next offset after the last batch)` of
-/// whole batches (headers only; no CRC work).
-fn offset_range(records: &[u8]) -> Option<(i64, i64)> {
-    let mut batches = crate::log::batch::BatchScanner::new(records, false);
-    let (_, first) = batches.next()?;
-    let end = batches
-        .last()
-        .map_or(first.next_offset(), |(_, h)| h.next_offset());
-    Some((first.base_offset, end))
 }
 
 fn remote_result(log: &PartitionLog, records: Bytes) -> ReadResult {

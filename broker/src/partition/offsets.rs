@@ -62,8 +62,8 @@ impl ReplicaManager {
         super::check_current_epoch(&log, current_leader_epoch)?;
         let rp = match (&self.remote, &handle) {
             (Some(r), Some(t)) if log.remote_log_start_offset().is_some() => r
-                .partition(t, partition)
-                .map(|rp| (RemoteLogReader::new(r, &self.groups), rp)),
+                .manifest_view(t, partition)
+                .map(|view| (RemoteLogReader::new(r), view)),
             _ => None,
         };
         let fetchable = if read_committed {

@@ -429,13 +429,13 @@ fn a_read_planned_before_a_swap_is_served_after_it() {
         class: strata_prefetch::PriorityClass::Standard,
     };
     let stale =
-        t.rt.block_on(ts.read_in(&planned, &t.rp, &reader, 0, 1 << 20, true));
+        t.rt.block_on(ts.read_in(&planned, t.rp.view(), &reader, 0, 1 << 20, true));
     assert!(
         stale.as_ref().is_err_and(|e| e.not_found_key().is_some()),
         "the planned objects are gone: {stale:?}"
     );
     let read =
-        t.rt.block_on(ts.read_planned(planned, &t.rp, &reader, 0, 1 << 20, true))
+        t.rt.block_on(ts.read_planned(planned, t.rp.view(), &reader, 0, 1 << 20, true))
             .unwrap();
     let super::reads::RemoteRead::Records(records) = read else {
         panic!("records expected, got {read:?}");

@@ -19,7 +19,7 @@ pub mod tiered_end;
 use std::sync::Arc;
 
 use strata_catalog::bucket::Bucket;
-use strata_catalog::MetadataStore;
+use strata_catalog::{ManifestView, MetadataStore};
 use strata_prefetch::governor::Governor;
 use strata_prefetch::{PrefetchConfig, PrefetchError, Prefetcher};
 use strata_tiering::{ManagerOptions, RemoteLogManager, RemotePartition, UploadOptions};
@@ -137,6 +137,12 @@ impl TieredStorage {
     pub fn partition(&self, topic: &Topic, partition: i32) -> Option<Arc<RemotePartition>> {
         self.manager
             .partition(&topic.name, &topic.id.to_string(), partition)
+    }
+
+    /// The catalog's view of a tiered partition, as the readers of history
+    /// hold it (shared with the tiering manager, which publishes to it).
+    pub fn manifest_view(&self, topic: &Topic, partition: i32) -> Option<Arc<ManifestView>> {
+        self.partition(topic, partition).map(|rp| rp.view().clone())
     }
 }
 

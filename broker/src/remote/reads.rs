@@ -3,9 +3,9 @@
 //! [`super::remote_log_reader`], the history read's entry point, calls them.
 
 use bytes::Bytes;
+use strata_catalog::ManifestView;
 use strata_catalog::PartitionManifest;
 use strata_prefetch::{PrefetchError, PriorityClass, ReadRequest, StreamKey};
-use strata_tiering::RemotePartition;
 
 use super::TieredStorage;
 use crate::log::segment::first_record_in_batch;
@@ -32,13 +32,13 @@ pub struct Reader {
 impl TieredStorage {
     pub(super) async fn read(
         &self,
-        rp: &RemotePartition,
+        rp: &ManifestView,
         reader: &Reader,
         offset: i64,
         max_bytes: usize,
         min_one: bool,
     ) -> Result<RemoteRead, PrefetchError> {
-        self.read_planned(rp.manifest(), rp, reader, offset, max_bytes, min_one)
+        self.read_planned(rp.current(), rp, reader, offset, max_bytes, min_one)
             .await
     }
 
@@ -46,7 +46,7 @@ impl TieredStorage {
     pub(super) async fn read_planned(
         &self,
         m: std::sync::Arc<PartitionManifest>,
-        rp: &RemotePartition,
+        rp: &ManifestView,
         reader: &Reader,
         offset: i64,
         max_bytes: usize,
@@ -61,7 +61,7 @@ impl TieredStorage {
                 // planned (its old objects go after file.delete.delay.ms):
                 // read again from the manifest that replaced it, if the
                 // offset is still there (retention's removals are not).
-                let now = rp.manifest();
+                let now = rp.current();
                 if now.version != m.version && offset >= now.log_start_offset {
                     return self
                         .read_in(&now, rp, reader, offset, max_bytes, min_one)
@@ -76,7 +76,7 @@ impl TieredStorage {
     pub(super) async fn read_in(
         &self,
         m: &PartitionManifest,
-        rp: &RemotePartition,
+        rp: &ManifestView,
         reader: &Reader,
         offset: i64,
         max_bytes: usize,
@@ -114,11 +114,11 @@ impl TieredStorage {
     /// segment below `local_start`: (offset, timestamp).
     pub(super) async fn offset_for_timestamp(
         &self,
-        rp: &RemotePartition,
+        rp: &ManifestView,
         timestamp: i64,
         local_start: i64,
     ) -> Result<Option<(i64, i64)>, PrefetchError> {
-        let m = rp.manifest();
+        let m = rp.current();
         let Some(first) = m.segment_for_timestamp(timestamp) else {
             return Ok(None);
         };
@@ -152,11 +152,11 @@ impl TieredStorage {
     /// `local_start`, if it is larger than `than`.
     pub(super) async fn max_timestamp_offset(
         &self,
-        rp: &RemotePartition,
+        rp: &ManifestView,
         local_start: i64,
         than: i64,
     ) -> Result<Option<(i64, i64)>, PrefetchError> {
-        let m = rp.manifest();
+        let m = rp.current();
         let Some(seg) = m
             .segments
             .iter()

@@ -5,7 +5,8 @@
 //! The Fetch handler reads local partitions itself and hands this reader
 //! the partitions whose offsets lie in the bucket. The reader applies the
 //! operator's quota (`remote.log.manager.fetch.max.bytes.per.second`),
-//! resolves each reader's priority class from its consumer group, runs every
+//! gives each read the priority class of its reader's consumer group (the
+//! caller names the group), runs every
 //! read at once on the prefetch runtime (never on the request workers), waits
 //! for them at most until the fetch's deadline, and answers with one named
 //! outcome per partition. Reads not finished by then go on into the cache
@@ -18,13 +19,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
+use strata_catalog::ManifestView;
 use strata_prefetch::PrefetchError;
-use strata_tiering::RemotePartition;
 use tokio::time::Instant;
 
 use super::reads::{Reader, RemoteRead};
 use super::TieredStorage;
-use crate::group::GroupCoordinator;
 use strata_format::txn_index::{decode_entries, AbortedTxn};
 
 /// Remote reads wait for data at least this long, even when the fetch's
@@ -37,7 +37,11 @@ pub struct RemoteFetchPartition {
     pub slot: usize,
     pub topic: String,
     pub partition: i32,
-    pub remote: Arc<RemotePartition>,
+    /// The consumer group the client reads for, if known: its priority
+    /// class and read-ahead stream.
+    pub group: Option<String>,
+    /// The catalog's view of the partition.
+    pub remote: Arc<ManifestView>,
     pub fetch_offset: i64,
     pub max_bytes: usize,
 }
@@ -45,22 +49,29 @@ pub struct RemoteFetchPartition {
 /// The remote part of one fetch.
 pub struct RemoteFetch<'a> {
     pub client_id: &'a str,
-    /// `/<ip>`, as the group coordinator records members' hosts.
-    pub host: &'a str,
     pub partitions: Vec<RemoteFetchPartition>,
     /// Response bytes the local partitions left.
     pub bytes_left: usize,
     /// Nothing local was returned: the first remote batch may exceed the
     /// limits (KIP-74), and a fetch throttled by the quota waits for it.
     pub nothing_local: bool,
+    /// A read committed fetch: each partition's records come with the
+    /// aborted transactions of the remote segments they span.
+    pub read_committed: bool,
     pub deadline: Instant,
 }
 
 /// What became of one remote partition.
 #[derive(Debug)]
 pub enum RemoteFetchOutcome {
-    /// Whole batches from the bucket (possibly none within the limits).
-    Records(Bytes),
+    /// Whole batches from the bucket (possibly none within the limits),
+    /// with, for a read committed fetch, the aborted transactions their
+    /// offsets overlap in the remote `.txnindex` objects (in marker order;
+    /// the caller adds the local log's).
+    Records {
+        records: Bytes,
+        aborted: Vec<AbortedTxn>,
+    },
     /// Not ready by the deadline, or held back by the quota: an empty
     /// answer; the client asks again.
     NotReady,
@@ -82,12 +93,11 @@ pub struct RemoteFetchResult {
 
 pub struct RemoteLogReader<'a> {
     remote: &'a Arc<TieredStorage>,
-    groups: &'a GroupCoordinator,
 }
 
 impl<'a> RemoteLogReader<'a> {
-    pub fn new(remote: &'a Arc<TieredStorage>, groups: &'a GroupCoordinator) -> Self {
-        Self { remote, groups }
+    pub fn new(remote: &'a Arc<TieredStorage>) -> Self {
+        Self { remote }
     }
 
     pub async fn fetch(&self, req: RemoteFetch<'_>) -> RemoteFetchResult {
@@ -108,12 +118,12 @@ impl<'a> RemoteLogReader<'a> {
         for (n, p) in req.partitions.iter().enumerate() {
             let limit = p.max_bytes.min(budget);
             budget = budget.saturating_sub(limit);
-            let group = self
-                .groups
-                .group_of_reader(req.client_id, req.host, &p.topic, p.partition);
             let reader = Reader {
-                class: policy.class_of(group.as_deref(), req.client_id),
-                name: group.unwrap_or_else(|| format!("client:{}", req.client_id)),
+                class: policy.class_of(p.group.as_deref(), req.client_id),
+                name: p
+                    .group
+                    .clone()
+                    .unwrap_or_else(|| format!("client:{}", req.client_id)),
             };
             let min_one = req.nothing_local && n == 0;
             reads.push((
@@ -181,7 +191,12 @@ impl<'a> RemoteLogReader<'a> {
                 Ok(RemoteRead::Records(records)) => {
                     self.remote.prefetcher.delivered(records.len(), waited);
                     history_bytes += records.len();
-                    RemoteFetchOutcome::Records(records)
+                    match self.aborted_in(&req, slot, &records).await {
+                        Ok(aborted) => RemoteFetchOutcome::Records { records, aborted },
+                        // Never serve history a read committed consumer
+                        // cannot filter: a retriable failure.
+                        Err(e) => RemoteFetchOutcome::Failed(e),
+                    }
                 }
                 Ok(RemoteRead::NotRemote) => RemoteFetchOutcome::NotRemote,
                 Err(e) => match e.not_found_key() {
@@ -199,11 +214,36 @@ impl<'a> RemoteLogReader<'a> {
         }
     }
 
+    /// For a read committed fetch, the aborted transactions of the remote
+    /// segments `records` (of partition `slot`) span; none otherwise.
+    async fn aborted_in(
+        &self,
+        req: &RemoteFetch<'_>,
+        slot: usize,
+        records: &[u8],
+    ) -> Result<Vec<AbortedTxn>, PrefetchError> {
+        if !req.read_committed {
+            return Ok(Vec::new());
+        }
+        let (Some(p), Some((from, end))) = (
+            req.partitions.iter().find(|p| p.slot == slot),
+            strata_format::batch::offset_range(records),
+        ) else {
+            return Ok(Vec::new());
+        };
+        self.aborted_transactions(&p.remote, from, end)
+            .await
+            .inspect_err(|e| {
+                tracing::warn!(topic = %p.topic, partition = p.partition, error = %e,
+                    "reading a remote .txnindex failed");
+            })
+    }
+
     /// The first record at or after `timestamp` in a remote segment below
     /// `local_start`: (offset, timestamp) (ListOffsets by timestamp).
     pub async fn offset_for_timestamp(
         &self,
-        rp: &RemotePartition,
+        rp: &ManifestView,
         timestamp: i64,
         local_start: i64,
     ) -> Result<Option<(i64, i64)>, PrefetchError> {
@@ -216,7 +256,7 @@ impl<'a> RemoteLogReader<'a> {
     /// `local_start`, if larger than `than` (ListOffsets -3).
     pub async fn max_timestamp_offset(
         &self,
-        rp: &RemotePartition,
+        rp: &ManifestView,
         local_start: i64,
         than: i64,
     ) -> Result<Option<(i64, i64)>, PrefetchError> {
@@ -232,12 +272,12 @@ impl<'a> RemoteLogReader<'a> {
     /// log's entries).
     pub async fn aborted_transactions(
         &self,
-        rp: &RemotePartition,
+        rp: &ManifestView,
         from: i64,
         upper: i64,
     ) -> Result<Vec<AbortedTxn>, PrefetchError> {
         let mut out = Vec::new();
-        let manifest = rp.manifest();
+        let manifest = rp.current();
         for seg in manifest.segments.iter().filter(|s| s.next_offset() > from) {
             if seg.txn_index_key.is_none() {
                 continue;

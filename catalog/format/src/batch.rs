@@ -256,6 +256,18 @@ pub fn set_log_append_time(batch: &mut [u8], timestamp: i64) {
     batch[CRC..CRC + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
+/// The offsets `[first base offset, next offset after the last batch)` of
+/// the whole batches at the start of `records` (headers only; no CRC
+/// work); `None` when there is none.
+pub fn offset_range(records: &[u8]) -> Option<(i64, i64)> {
+    let mut batches = BatchScanner::new(records, false);
+    let (_, first) = batches.next()?;
+    let end = batches
+        .last()
+        .map_or(first.next_offset(), |(_, h)| h.next_offset());
+    Some((first.base_offset, end))
+}
+
 /// Iterates over the complete, CRC-valid batches at the start of `buf`;
 /// stops at the first incomplete or invalid one. Yields (position, header).
 pub struct BatchScanner<'a> {
@@ -416,6 +428,18 @@ mod tests {
             m[i] ^= 0x01;
             assert!(validate(&m).is_err(), "flip at {i} not detected");
         }
+    }
+
+    #[test]
+    fn offset_range_spans_whole_batches() {
+        assert_eq!(offset_range(&[]), None);
+        let mut two = testing::batch(3, 10, 0).to_vec();
+        let mut second = testing::batch(2, 10, 0).to_vec();
+        set_base_offset(&mut second, 3);
+        two.extend_from_slice(&second);
+        assert_eq!(offset_range(&two), Some((0, 5)));
+        // A cut-off batch at the end does not count.
+        assert_eq!(offset_range(&two[..two.len() - 1]), Some((0, 3)));
     }
 
     #[test]
