@@ -130,6 +130,15 @@ def is_parent_module(a: Path, b: Path) -> bool:
 # Layering rules (docs/partition-layer.md): files of a crate that must not
 # import modules of it, with why. Grows as the partition layer takes over
 # the handlers.
+# The broker's modules that hold or reach its state (everything but the
+# protocol helpers, the decode bounds, the DLQ reason names, the clock and
+# the CLI's own files).
+BROKER_STATE = ["admin", "cluster", "config", "coordinator_log", "coordinator_ownership",
+                "coordinators", "dlq/monitor", "durable_file", "fd_limit", "group", "http",
+                "log", "log_manager", "meta_properties", "metrics", "node", "partition",
+                "producer_ids", "remote", "replication", "server", "start_error", "txn",
+                "topic_error"]
+
 LAYERS = [
     ("broker", ["server/handlers/*.rs"], ["log", "log_manager"],
      "a handler reaches partitions through crate::partition, never the log"),
@@ -139,6 +148,9 @@ LAYERS = [
     ("broker", ["admin/*.rs", "server/topic_admin.rs", "server/config_admin.rs", "partition/*.rs"],
      ["server/handlers"],
      "the admin API and the services below the handlers never call a handler"),
+    ("broker", ["cli/**/*.rs", "protocol/**/*.rs", "tools.rs"], BROKER_STATE,
+     "the CLI is a Kafka client: it and the helpers it shares with the broker"
+     " (protocol/, tools.rs) hold no broker state"),
 ]
 
 # Files that may not name something, with why: a handler that took the

@@ -135,7 +135,21 @@ def test_the_grafana_dashboard_uses_only_metrics_the_broker_serves(broker):
 def test_healthz_and_readyz_of_a_started_broker(broker):
     status, _, body = get(broker, "/healthz")
     assert status == 200 and body.strip() == "ok"
-    status, ctype, body = get(broker, "/readyz")
+    # The fixture returns once the Kafka listener accepts, which it does
+    # (into its backlog) while the coordinators still load: until then
+    # /readyz answers 503 with the phase, then 200.
+    answers = []
+
+    def ready():
+        answers.append(get(broker, "/readyz"))
+        status, ctype, body = answers[-1]
+        assert ctype == "application/json", answers[-1]
+        if status == 503:
+            assert json.loads(body)["ready"] is False, body
+        return status == 200
+
+    kutil.wait_until(ready, timeout=30, what="/readyz to answer 200")
+    status, ctype, body = answers[-1]
     assert status == 200 and ctype == "application/json", (status, body)
     doc = json.loads(body)
     assert doc["ready"] is True and doc["phase"] == "ready"

@@ -17,6 +17,7 @@ use super::groups::not_coordinator;
 use super::state::HttpState;
 use crate::group::offsets::OffsetCommit;
 use crate::server::Broker;
+pub use crate::tools::{new_offset, parse_datetime, Reset};
 
 const EARLIEST: i64 = -2;
 const LATEST: i64 = -1;
@@ -57,59 +58,6 @@ pub struct ResetPlan {
     pub group_id: String,
     pub executed: bool,
     pub partitions: Vec<PlannedReset>,
-}
-
-/// Milliseconds since the epoch from RFC 3339 (`2026-12-05T10:00:00Z`,
-/// an offset, or no zone: UTC), a date-time without seconds, or a number
-/// of milliseconds.
-pub fn parse_datetime(s: &str) -> Result<i64, String> {
-    let s = s.trim();
-    if let Ok(ms) = s.parse::<i64>() {
-        return Ok(ms);
-    }
-    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
-        return Ok(t.timestamp_millis());
-    }
-    for f in [
-        "%Y-%m-%dT%H:%M:%S%.f",
-        "%Y-%m-%dT%H:%M:%S",
-        "%Y-%m-%dT%H:%M",
-        "%Y-%m-%d %H:%M:%S",
-    ] {
-        if let Ok(t) = chrono::NaiveDateTime::parse_from_str(s, f) {
-            return Ok(t.and_utc().timestamp_millis());
-        }
-    }
-    Err(format!(
-        "cannot read `{s}` as a date-time: use RFC 3339 (2026-12-05T10:00:00Z, or +01:00 for a zone; none means UTC) or milliseconds since the epoch"
-    ))
-}
-
-/// Where a reset moves one partition's committed offset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reset {
-    Earliest,
-    Latest,
-    /// The ListOffsets answer for the time (negative: no record at or after it).
-    Datetime(i64),
-    Offset(i64),
-    Shift(i64),
-}
-
-/// The new offset of a partition whose log spans `lo..hi` and whose group
-/// committed `current` (None: nothing), clamped to the log as
-/// kafka-consumer-groups.sh does. Shared by the admin API and the CLI.
-pub fn new_offset(reset: Reset, lo: i64, hi: i64, current: Option<i64>) -> i64 {
-    let wanted = match reset {
-        Reset::Earliest => lo,
-        Reset::Latest => hi,
-        // No record at or after the time: the end, as Kafka's tool does.
-        Reset::Datetime(at) if at < 0 => hi,
-        Reset::Datetime(at) => at,
-        Reset::Offset(o) => o,
-        Reset::Shift(by) => current.unwrap_or(lo).saturating_add(by),
-    };
-    wanted.clamp(lo, hi.max(lo))
 }
 
 /// The replica manager's ListOffsets answer for every partition at one
@@ -305,42 +253,4 @@ pub async fn reset(
         executed: req.execute,
         partitions,
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn resets_land_inside_the_log() {
-        assert_eq!(new_offset(Reset::Earliest, 5, 50, Some(20)), 5);
-        assert_eq!(new_offset(Reset::Latest, 5, 50, Some(20)), 50);
-        assert_eq!(new_offset(Reset::Datetime(30), 5, 50, None), 30);
-        assert_eq!(new_offset(Reset::Datetime(-1), 5, 50, None), 50);
-        assert_eq!(new_offset(Reset::Offset(1000), 5, 50, None), 50);
-        assert_eq!(new_offset(Reset::Offset(0), 5, 50, None), 5);
-        assert_eq!(new_offset(Reset::Shift(-3), 5, 50, Some(20)), 17);
-        assert_eq!(new_offset(Reset::Shift(2), 5, 50, None), 7);
-        assert_eq!(new_offset(Reset::Shift(i64::MIN), 5, 50, Some(20)), 5);
-    }
-
-    #[test]
-    fn datetimes_are_read_as_kafka_users_write_them() {
-        assert_eq!(
-            parse_datetime("2026-12-05T10:00:00Z").unwrap(),
-            1_796_464_800_000
-        );
-        assert_eq!(
-            parse_datetime("2026-12-05T11:00:00+01:00").unwrap(),
-            1_796_464_800_000
-        );
-        assert_eq!(
-            parse_datetime("2026-12-05T10:00:00.000").unwrap(),
-            1_796_464_800_000
-        );
-        assert_eq!(parse_datetime("1796464800000").unwrap(), 1_796_464_800_000);
-        assert!(parse_datetime("yesterday")
-            .unwrap_err()
-            .contains("RFC 3339"));
-    }
 }

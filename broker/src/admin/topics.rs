@@ -22,6 +22,7 @@ use super::tiering::{self, PartitionTiering};
 use crate::server::config_admin::{self, AlterOp, OP_DELETE, OP_SET, RESOURCE_TOPIC};
 use crate::server::topic_admin;
 use crate::server::Broker;
+use crate::tools::source_name;
 
 #[derive(Debug, Serialize)]
 pub struct TopicSummary {
@@ -119,29 +120,6 @@ pub async fn list(State(st): State<HttpState>) -> ApiResult<Json<TopicList>> {
         .collect();
     topics.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Json(TopicList { topics }))
-}
-
-/// A topic's replication factor as Metadata shows it: its partitions'
-/// largest replica count.
-pub fn replication_factor(
-    t: &kafka_protocol::messages::metadata_response::MetadataResponseTopic,
-) -> usize {
-    t.partitions
-        .iter()
-        .map(|p| p.replica_nodes.len())
-        .max()
-        .unwrap_or(0)
-}
-
-/// Kafka's DescribeConfigs config source, by name.
-pub fn source_name(code: i8) -> &'static str {
-    match code {
-        1 => "topic",
-        2 | 3 => "broker_dynamic",
-        4 => "broker_static",
-        5 => "default",
-        _ => "unknown",
-    }
 }
 
 async fn configs(b: &Broker, name: &str) -> ApiResult<Vec<ConfigEntry>> {

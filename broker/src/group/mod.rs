@@ -11,7 +11,9 @@ pub mod pending_txn;
 pub mod records;
 pub mod remote_lag;
 pub mod store;
-pub mod subscription;
+/// The consumer protocol's embedded messages, which the coordinator
+/// otherwise treats as opaque bytes.
+pub use crate::protocol::consumer_protocol as subscription;
 pub mod timers;
 pub mod txn_offsets;
 

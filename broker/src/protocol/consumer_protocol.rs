@@ -1,4 +1,5 @@
-//! Reads the topic list out of a consumer's subscription metadata
+//! The consumer protocol's embedded messages: reads the topic list out of
+//! a consumer's subscription metadata
 //! (`ConsumerProtocolSubscription`) and the partitions out of its
 //! assignment (`ConsumerProtocolAssignment`), which the coordinator
 //! otherwise treats as opaque bytes.
