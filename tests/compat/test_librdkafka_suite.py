@@ -7,14 +7,15 @@ The tests run are the entries of tests/compat/librdkafka/ALLOWLIST; why
 every other test of the suite is left out is in
 tests/compat/librdkafka/FINDINGS.md.
 
-    .venv/bin/pytest tests/compat/test_librdkafka_suite.py -q          # CI tier (~5 min)
+    .venv/bin/pytest tests/compat/test_librdkafka_suite.py -q          # CI tier (~6 min)
     STRATA_RDKAFKA_TESTS=all  .venv/bin/pytest tests/compat/test_librdkafka_suite.py -q   # + full tier (~15 min)
     STRATA_RDKAFKA_TESTS=0001,0081:do_test_DeleteTopics .venv/bin/pytest ... -q           # chosen entries
 
-One test-runner (sequential, -p1) runs every whole-test entry against one
-fresh broker; each NUMBER:SUBTESTS entry gets a runner and broker of its
-own. A failure prints the failing tests, the runner's output tail and the
-broker's log tail.
+One test-runner running two tests at a time (-p2, run.py's PARALLEL) runs
+the CI tier's whole-test entries against one fresh broker, a sequential
+one (-p1) the `full` tier's and `serial` ones; each NUMBER:SUBTESTS entry
+gets a runner and broker of its own. A failure prints the failing tests,
+the runner's output tail and the broker's log tail.
 """
 
 from __future__ import annotations

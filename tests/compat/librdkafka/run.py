@@ -13,8 +13,10 @@ run only the sub-tests whose name contains SUBSTRING (SUBTESTS=...). `suite`
 = every test in librdkafka's tests/test.c that needs a broker (not
 TEST_F_LOCAL, not manual) and runs in the scenario.
 
-Without --each, the whole-test entries share one test-runner process (-p1
-by default: sequential) and each NUMBER:SUBSTRING entry gets its own; with
+Without --each, the CI tier's whole-test entries share one test-runner
+process that runs PARALLEL tests at once (-p2; STRATA_RDKAFKA_PARALLEL or
+--parallel to change), the `full` tier's and `serial` ones share a
+sequential one (-p1), and each NUMBER:SUBSTRING entry gets its own; with
 --each every entry gets its own. Every runner gets a fresh broker and a
 wall-clock limit, so a crash or a hang costs only that runner. Exit status
 0 only if every entry ran and passed.
@@ -48,6 +50,9 @@ ALLOWLIST = HERE / "ALLOWLIST"
 # Python with confluent-kafka for kafka-shim/ (the one running this, normally .venv's)
 PYTHON = os.environ.get("STRATA_RDKAFKA_PYTHON") or sys.executable
 KAFKA_VERSION = os.environ.get("STRATA_RDKAFKA_KAFKA_VERSION", "3.9.0")
+# Tests the CI tier's shared runner runs at once (-pN; FINDINGS.md: the CI
+# tier passes under -p2; `serial` entries and the full tier run in a -p1 runner)
+PARALLEL = int(os.environ.get("STRATA_RDKAFKA_PARALLEL", "2"))
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # "|  0001_multiobj   |     PASSED |   1.234s |  ..." in the runner's summary
 SUMMARY_ROW = re.compile(r"^\|\s*(\d{4}_\w+)\s*\|\s*(PASSED|FAILED|SKIPPED|RUNNING|DNS)\s*\|\s*([\d.]+)s\s*(\|.*)?$")
@@ -61,6 +66,7 @@ class Entry:
     note: str = ""
     scenario: str = "default"     # librdkafka test scenario (broker settings)
     retry: bool = False           # the test itself races (FINDINGS.md): one rerun on failure
+    serial: bool = False          # not run alongside other tests (a -p1 runner; FINDINGS.md)
 
     @property
     def key(self) -> str:
@@ -75,20 +81,21 @@ def parse_entry(text: str, tier: str = "ci", note: str = "", scenario: str = "de
 
 
 def read_allowlist(path: Path = ALLOWLIST) -> list[Entry]:
-    """ALLOWLIST lines: `NUMBER[:SUBTESTS] [full] [noautocreate]  # what it covers`."""
+    """ALLOWLIST lines: `NUMBER[:SUBTESTS] [full] [noautocreate] [retry] [serial]  # what it covers`."""
     out = []
     for line in path.read_text().splitlines():
         body, _, note = line.partition("#")
         words = body.split()
         if not words:
             continue
-        unknown = set(words[1:]) - {"full", "noautocreate", "retry"}
+        unknown = set(words[1:]) - {"full", "noautocreate", "retry", "serial"}
         if unknown:
             raise ValueError(f"{path}: unknown word(s) {sorted(unknown)} in {line!r}")
         tier = "full" if "full" in words[1:] else "ci"
         scenario = "noautocreate" if "noautocreate" in words[1:] else "default"
         e = parse_entry(words[0], tier, note.strip(), scenario)
         e.retry = "retry" in words[1:]
+        e.serial = "serial" in words[1:]
         out.append(e)
     return out
 
@@ -255,6 +262,7 @@ class Run:
     entries: list[Entry]
     subtests: str | None = None
     scenario: str = "default"
+    parallel: int = 1             # tests the runner runs at once (-pN)
     rc: object = None
     wall: float = 0.0
     output: str = ""
@@ -270,7 +278,7 @@ class Run:
             return self.entries[0].key + sc
         if len(self.entries) == 1:
             return self.entries[0].num + sc
-        return f"{len(self.entries)}-tests{sc}"
+        return f"{len(self.entries)}-tests{sc}" + (f"-p{self.parallel}" if self.parallel > 1 else "")
 
     def verdicts(self) -> dict[str, tuple[bool, str]]:
         """entry key -> (passed, why). An entry passes when the broker
@@ -319,23 +327,30 @@ class Run:
         return passed > 0 and skipped == 0
 
 
-def plan(entries: list[Entry], each: bool = False) -> list[Run]:
-    """Runner invocations for `entries`: with `each` one per entry, else one
-    per scenario for the whole tests plus one per NUMBER:SUBTESTS entry."""
+def plan(entries: list[Entry], each: bool = False, parallel: int | None = None) -> list[Run]:
+    """Runner invocations for `entries`: with `each` one per entry, else per
+    scenario one runner for the CI tier's whole tests running `parallel`
+    (default PARALLEL) at once and a sequential one for the `full` and
+    `serial` whole tests, plus one per NUMBER:SUBTESTS entry."""
     if each:
         return [Run([e], e.subtests, e.scenario) for e in entries]
+    parallel = PARALLEL if parallel is None else parallel
     runs = []
     for sc in dict.fromkeys(e.scenario for e in entries):
         whole = [e for e in entries if not e.subtests and not e.retry and e.scenario == sc]
-        if whole:
-            runs.append(Run(whole, None, sc))
+        together = [e for e in whole if e.tier == "ci" and not e.serial] if parallel > 1 else []
+        alone = [e for e in whole if e not in together]
+        if together:
+            runs.append(Run(together, None, sc, parallel=parallel))
+        if alone:
+            runs.append(Run(alone, None, sc))
     # NUMBER:SUBTESTS entries, and `retry` ones (rerun alone), run by themselves.
     runs += [Run([e], e.subtests, e.scenario) for e in entries if e.subtests or e.retry]
     return runs
 
 
 def execute(run: Run, tests_dir: Path, workdir: Path,
-            timeout: float = 1800, parallel: int = 1, quick: bool = False,
+            timeout: float = 1800, parallel: int | None = None, quick: bool = False,
             extra_args: list[str] | None = None) -> Run:
     workdir.mkdir(parents=True, exist_ok=True)
     scenario = run.scenario
@@ -344,7 +359,8 @@ def execute(run: Run, tests_dir: Path, workdir: Path,
     try:
         run.rc, run.output, run.results = run_runner(
             tests_dir, broker.bootstrap, [e.num for e in run.entries], workdir,
-            scenario, run.subtests, quick=quick, timeout=timeout, parallel=parallel,
+            scenario, run.subtests, quick=quick, timeout=timeout,
+            parallel=run.parallel if parallel is None else parallel,
             extra_args=extra_args)
     finally:
         run.broker_ok = broker.alive()
@@ -370,7 +386,9 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true",
                     help="-Q: librdkafka's quick mode (skips every sub-test not marked QUICK)")
     ap.add_argument("--timeout", type=float, default=None, help="wall-clock limit per runner (s)")
-    ap.add_argument("--parallel", type=int, default=1, help="tests a runner runs at once (-pN)")
+    ap.add_argument("--parallel", type=int, default=None,
+                    help=f"tests the CI tier's shared runner runs at once (-pN; default {PARALLEL}; "
+                         "1: every whole test in one sequential runner)")
     ap.add_argument("--json", help="write the per-test results here")
     ap.add_argument("--keep", help="keep broker data and logs under this directory")
     ap.add_argument("--runner-arg", action="append", default=[],
@@ -389,16 +407,14 @@ def main() -> int:
     all_results: dict[str, dict] = {}
     failed = []
     t_start = time.monotonic()
-    for run in plan(entries, a.each):
+    for run in plan(entries, a.each, a.parallel):
         wd = root / re.sub(r"[^\w.-]", "_", run.name)
         limit = a.timeout or (600 if len(run.entries) == 1 else 1800)
-        execute(run, tests_dir, wd, timeout=limit,
-                parallel=a.parallel, quick=a.quick, extra_args=a.runner_arg)
+        execute(run, tests_dir, wd, timeout=limit, quick=a.quick, extra_args=a.runner_arg)
         if run.retryable() and not all(ok for ok, _ in run.verdicts().values()):
             print(f"-- runner [{run.name}] failed; running it once more (ALLOWLIST retry)", flush=True)
-            run = Run(run.entries, run.subtests, run.scenario)
-            execute(run, tests_dir, wd / "retry", timeout=limit,
-                    parallel=a.parallel, quick=a.quick, extra_args=a.runner_arg)
+            run = Run(run.entries, run.subtests, run.scenario, parallel=run.parallel)
+            execute(run, tests_dir, wd / "retry", timeout=limit, quick=a.quick, extra_args=a.runner_arg)
         for name, r in sorted(run.results.items()):
             all_results[name] = {**r, "log": run.log}
             print(f"{name:50s} {r['state']:10s} {r['duration']:8.1f}s  {r['reason'][:110]}", flush=True)
