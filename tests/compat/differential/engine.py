@@ -568,10 +568,36 @@ class Session:
         self.expect(r["results"][0]["error_code"] == 0, "DeleteGroups", r)
 
     def op_alter_configs(self, resource_type, name, configs: dict):
+        """IncrementalAlterConfigs, then until DescribeConfigs on this
+        connection shows every SET value and no DELETEd key as dynamic.
+        Kafka answers the alter once its controller committed it, and its
+        broker applies the record to the image DescribeConfigs reads a
+        little later: a describe at once saw the deleted retention.ms=4444
+        still set (2026-12-07)."""
         r = self.call("IncrementalAlterConfigs", 1, validate_only=False, resources=[{
             "resource_type": resource_type, "resource_name": self.resolve(name),
             "configs": [{"name": k, "config_operation": op, "value": v} for k, (op, v) in configs.items()]}])
         self.expect(r["responses"][0]["error_code"] == 0, "IncrementalAlterConfigs", r)
+        SET, DELETE = 0, 1
+        DYNAMIC = {1, 2, 3}   # config_source: topic, broker, cluster-wide broker default
+        want = {k: (op, v) for k, (op, v) in configs.items() if op in (SET, DELETE)}
+        if not want:
+            return
+        deadline = time.monotonic() + 20
+        while True:
+            d = self.call("DescribeConfigs", 4, include_synonyms=False, include_documentation=False, resources=[{
+                "resource_type": resource_type, "resource_name": self.resolve(name),
+                "configuration_keys": list(want)}])
+            res = d["results"][0]
+            seen = {c["name"]: c for c in res["configs"]}
+            if res["error_code"] == 0 and all(
+                    k in seen and (seen[k]["value"] == v if op == SET else seen[k]["config_source"] not in DYNAMIC)
+                    for k, (op, v) in want.items()):
+                return
+            if time.monotonic() > deadline:
+                raise SetupError(f"setup on {self.broker}: IncrementalAlterConfigs {want} not visible "
+                                 f"in DescribeConfigs after 20 s: {d}")
+            time.sleep(0.05)
 
     def op_node_id(self, var="node"):
         self.vars[var] = str(self.node_id())
