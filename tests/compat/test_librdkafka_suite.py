@@ -2,7 +2,10 @@
 directory, driven by its test-runner) against a Strata broker.
 
 librdkafka is built from Debian's source package by
-tests/compat/librdkafka/build.sh (once; cached in target/librdkafka-suite/).
+tests/compat/librdkafka/build.sh (once; cached in target/librdkafka-suite/);
+scripts/test.sh starts that build in the background before the e2e suite
+and names its log in STRATA_RDKAFKA_BUILD_LOG, and the fixture then waits
+for it (a failed build fails the tests, with its log).
 The tests run are the entries of tests/compat/librdkafka/ALLOWLIST; why
 every other test of the suite is left out is in
 tests/compat/librdkafka/FINDINGS.md.
@@ -24,6 +27,7 @@ import importlib.util
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -58,9 +62,37 @@ RUNNER_LIMIT = float(os.environ.get("STRATA_RDKAFKA_RUNNER_TIMEOUT",
                                     "2400" if os.environ.get("STRATA_RDKAFKA_TESTS") else "900"))
 
 
+# scripts/test.sh starts build.sh in the background before the e2e suite
+# and names its log here; the build's exit status lands in <log>.rc.
+BUILD_LOG = os.environ.get("STRATA_RDKAFKA_BUILD_LOG", "")
+BUILD_WAIT_S = 1800
+
+
+def _background_build_failure() -> str | None:
+    """None once scripts/test.sh's background build succeeded (waiting for
+    it to end, with a deadline); else why it failed, with its log."""
+    log = Path(BUILD_LOG)
+    rc_file = log.with_name(log.name + ".rc")
+    deadline = time.monotonic() + BUILD_WAIT_S
+    while not rc_file.is_file() or not rc_file.read_text().strip():
+        if time.monotonic() > deadline:
+            return f"the background build did not end within {BUILD_WAIT_S} s (log {log})"
+        time.sleep(1)
+    rc = rc_file.read_text().strip()
+    if rc == "0":
+        return None
+    text = log.read_text(errors="replace") if log.is_file() else "(no log)"
+    return f"the background build (scripts/test.sh) exited {rc}; its log, {log}:\n{_tail(text, 80)}"
+
+
 @pytest.fixture(scope="session")
 def rdkafka_tests_dir() -> Path:
-    """librdkafka's tests/ directory with a built test-runner (build.sh)."""
+    """librdkafka's tests/ directory with a built test-runner (build.sh;
+    after scripts/test.sh's background build, when it started one)."""
+    if BUILD_LOG:
+        why = _background_build_failure()
+        if why:  # a build failure is a failure, never a skip (nor a second try)
+            pytest.fail(f"building librdkafka's test suite failed: {why}", pytrace=False)
     try:
         return rdk.build()
     except Exception as e:  # a build failure is a failure, never a skip

@@ -8,7 +8,12 @@
 #   dl/                  the Debian source package (.dsc, orig tarball, debian tarball)
 #   librdkafka-<ver>/    the unpacked, Debian-patched source tree, built in place
 #   .built               stamp: "<debian version> <dir> <recipe> <configure flags>" of the finished build
+#   .lock                flock(1) lock held for the whole of a build.sh run
 # A rerun with a matching stamp and an existing test-runner does nothing.
+# Runs are serialised on .lock: a second build.sh (scripts/test.sh builds in
+# the background while the e2e suite runs; the compat fixture then calls
+# build.sh again) waits for the first to finish and then finds the stamp, so
+# a build never runs twice at once and a half-built tree is never used.
 #
 # Sources: only Debian's archive, through apt. If no deb-src entry for the
 # release is configured, /etc/apt/sources.list.d/strata-deb-src.sources is
@@ -34,6 +39,13 @@ CONFIGURE_FLAGS=(--no-download --disable-gssapi --disable-curl --enable-ssl
                  --enable-zlib --enable-zstd --enable-lz4-ext --disable-syslog)
 
 log() { echo "==> [librdkafka-suite] $*" >&2; }
+
+mkdir -p "$ROOT"
+exec 9>"$ROOT/.lock"
+if ! flock -n 9; then
+  log "waiting for another build.sh run to finish ($ROOT/.lock)"
+  flock 9
+fi
 
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO="sudo"
