@@ -10,6 +10,9 @@ compat_broker (module)  one dedicated broker per client module: own tmp data
                         its API version; `direct_bootstrap` bypasses it).
                         `advertised` holds the broker's ApiVersions ranges.
                         Its log is attached to every failed step.
+
+Also the order files run in: librdkafka's suite first, under xdist's
+loadfile scheduling too (pytest_xdist_make_scheduler, below).
 """
 
 from __future__ import annotations
@@ -101,11 +104,31 @@ def pytest_report_header(config):
 
 
 # The longest file first: librdkafka's own test suite takes most of the
-# suite's time in one test, so with `pytest -n` (scripts/test.sh) the other
-# files spread over the other workers meanwhile, rather than wait for it at
-# the end. Every worker collects the same order (xdist requires it).
+# suite's time, so with `pytest -n --dist loadfile` (scripts/test.sh) the
+# other files spread over the other workers meanwhile, rather than wait
+# for it at the end. xdist's loadfile scheduler hands out files by their
+# number of tests, most first, whatever the collection order: librdkafka's
+# 15 started only when franz-go's 173 were done (about 65 s late, the
+# compat run of 2026-12-07), hence the scheduler below. Without xdist the
+# collection order does it. Every worker collects the same order (xdist
+# requires it).
 LONGEST_FIRST = ("test_librdkafka_suite.py",)
 
 
 def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda i: i.path.name not in LONGEST_FIRST)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile, LONGEST_FIRST files handed out before the rest."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LongestFirst(LoadFileScheduling):
+        def _assign_work_unit(self, node):
+            for scope in [s for s in self.workqueue if Path(s).name in LONGEST_FIRST][::-1]:
+                self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
+
+    return LongestFirst(config, log)
