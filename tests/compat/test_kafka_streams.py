@@ -28,7 +28,7 @@ test_streams_restore_from_bucket_hot_window     the input, repartition and
     and strata_remote_fetch_bytes_total).
 
 Size: STRATA_STREAMS_RECORDS (default 200000, the CI size; 1000000 is the
-full size). The broker is never built here (STRATA_BIN or
+full size, also with STRATA_FULL=1). The broker is never built here (STRATA_BIN or
 target/release/strata); the application is built with Maven into
 target/compat-streams when its sources are newer than its jar.
 STRATA_STREAMS_JAVA_OPTS adds JVM options to the application (e.g.
@@ -55,6 +55,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from confluent_kafka.admin import AdminClient
 
 import kutil
+from sizes import size
 from strata_broker import Broker, BrokerError, check_binary
 
 HERE = Path(__file__).resolve().parent
@@ -63,7 +64,7 @@ MODULE = HERE / "streams"
 BUILD = REPO / "target" / "compat-streams"
 MAIN_CLASS = "io.strata.streams.TotalsApp"
 
-RECORDS = int(os.environ.get("STRATA_STREAMS_RECORDS", "200000"))
+RECORDS = size(200000, 1000000, "STRATA_STREAMS_RECORDS")   # tests/e2e/sizes.py
 ACCOUNTS = 997
 # "Cold" accounts get records only in the first and the last COLD_SHARE of the
 # input: between the two, their latest values sit in old changelog segments

@@ -2,8 +2,14 @@
 HTTP-aware proxy (s3faults.py) while an idempotent producer writes, a tail
 consumer reads and a catch-up reads history from the bucket: throttling
 (503 SlowDown), 500s, connection resets, slow responses, requests that
-hang, conditional manifest writes that lose the race, and an outage
-(STRATA_OUTAGE_S, 30 s; the issue's 10 minutes: STRATA_OUTAGE_S=600).
+hang, conditional manifest writes that lose the race, and an outage.
+
+Size (tests/e2e/sizes.py): phases of 5 s and a 15 s outage by default;
+STRATA_FULL=1 for the full size, 10 s phases and a 30 s outage
+(STRATA_OUTAGE_S sets the outage either way; the issue's 10 minutes:
+STRATA_OUTAGE_S=600). A fault phase lasts until its fault has been
+applied (every `count` of it), with a deadline, so the short size injects
+every fault kind as the full one does.
 
 What must hold: producers see no error; tiering retries and resumes;
 nothing is deleted locally that the catalog does not hold; the catalog
@@ -15,7 +21,6 @@ the outage also reads history from the bucket (a catch-up), the quiet one
 included, so the ratios compare like with like."""
 
 import json
-import os
 import signal
 import statistics
 import subprocess
@@ -28,9 +33,11 @@ import pytest
 import kutil
 import tierutil as tu
 from s3faults import S3FaultProxy
+from sizes import size
 
-OUTAGE_S = float(os.environ.get("STRATA_OUTAGE_S", "30"))
-PHASE_S = 10
+OUTAGE_S = size(15, 30, "STRATA_OUTAGE_S", float)
+PHASE_S = size(5, 10)
+FAULT_DEADLINE_S = 60   # a fault phase ends by then even if its fault was not applied (asserted below)
 SEG = 256 * 1024
 HERE = Path(__file__).resolve().parent
 
@@ -85,11 +92,20 @@ def test_object_store_faults(broker_factory, moto, s3_bucket, tmp_path):
 
         def phase(name, seconds, setup=None, history=False):
             proxy.clear()
-            if setup:
-                setup()
+            rule = setup() if setup else None
             probe.mark(name)
-            end = time.monotonic() + seconds
-            while time.monotonic() < end:
+            start = time.monotonic()
+            end = start + seconds
+
+            def more():
+                now = time.monotonic()
+                if now < end:
+                    return True
+                # until the phase's fault was applied (all `count` of it)
+                return rule is not None and rule.applied < (rule.count or 1) \
+                    and now < start + FAULT_DEADLINE_S
+
+            while more():
                 segs = tu.local_segments(b, topic)
                 remote = tu.remote_end(s3_bucket, topic)
                 if min(segs) > remote:

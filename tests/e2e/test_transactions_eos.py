@@ -13,7 +13,6 @@ CI size: 6,000 records. Full size (the issue's 100,000):
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -22,8 +21,9 @@ from collections import Counter
 import pytest
 
 import kutil
+from sizes import size
 
-RECORDS = int(os.environ.get("STRATA_EOS_RECORDS", "6000"))
+RECORDS = size(6000, 100000, "STRATA_EOS_RECORDS")   # tests/e2e/sizes.py: STRATA_FULL=1 for 100,000
 PARTITIONS = 12
 
 APP = r'''

@@ -38,12 +38,15 @@ E2E = REPO / "tests" / "e2e"
 if str(E2E) not in sys.path:
     sys.path.insert(0, str(E2E))
 
+from sizes import size  # noqa: E402
+
 KGO_PKG = "github.com/twmb/franz-go/pkg/kgo"
 
 # CI size: records produced by TestGroupETL / TestTxnEtl (and the share-group
 # tests, skipped on Strata). franz-go's default is 500000 (--full).
-CI_RECORDS = int(os.environ.get("STRATA_FRANZ_RECORDS", "100000"))
 FULL_RECORDS = 500000
+# STRATA_FRANZ_RECORDS, else FULL_RECORDS under STRATA_FULL=1 (tests/e2e/sizes.py), else 100,000
+CI_RECORDS = size(100000, FULL_RECORDS, "STRATA_FRANZ_RECORDS")
 
 # Broker settings: Kafka's names (tests/compat/conftest.py has the same first one).
 BROKER_SETTINGS = {
