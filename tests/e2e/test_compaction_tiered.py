@@ -71,7 +71,17 @@ def test_tiered_cdc_topic_is_compacted_in_the_bucket(broker_factory, s3_bucket):
     _wait_compacted(b, topic, at_most=keys + 1 + 2_000, timeout=120)
     kutil.wait_until(lambda: tu.local_start(b, topic) > 0, 60, 0.5, f"{topic}: the hot window left the disk")
     latest.update(_cdc(b, topic, keys, 1, range(0, 500), **{"compression.type": "lz4"}))
-    total = keys * rounds + 500 + 1
+    # Live records right after the tombstones, so the segment holding them
+    # keeps live records when the tombstones go (checked below). Without
+    # them that depended on batching: once the tombstones' batch did not
+    # fit in the segment before (segment.bytes) and began one of its own,
+    # which then emptied and left the manifest instead of being replaced
+    # by a cleaned version (failed once, 2026-12-07, on a loaded machine).
+    for d in kutil.produce(b.bootstrap, topic, [{"key": b"key-%d" % k, "value": b"after-tombstones-%d" % k}
+                                                for k in range(500, 600)], **{"compression.type": "lz4"}):
+        assert d.error is None, d.error
+        latest[d.key] = (d.offset, d.value)
+    total = keys * rounds + 500 + 100 + 1
     _roll(b, topic)
     got = _wait_compacted(b, topic, at_most=keys + 2 + 2_000, timeout=120)
     assert len(got) < total / 2
