@@ -63,6 +63,7 @@ async fn metrics(State(s): State<HttpState>) -> Response {
     };
     let mut families = crate::metrics::state::families(
         &p.logs,
+        &p.commit_latency,
         p.remote.as_deref(),
         p.txns.as_deref(),
         p.groups.as_deref(),

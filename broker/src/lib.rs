@@ -1,26 +1,30 @@
 //! Strata's broker: the Kafka protocol server, request handlers, the
-//! partition log and the topic registry. It depends on `catalog`, `format`,
-//! `tiering` and `prefetch`; nothing depends on it.
+//! partition layer, replication, the coordinators, tiering's wiring, the
+//! admin API and the CLI. It depends on its two lower crates inside
+//! `broker/` (`strata-common`: settings, clock, topic names;
+//! `strata-storage`: the local log and the log manager) and on `catalog`,
+//! `format`, `tiering` and `prefetch`; nothing depends on it.
+//!
+//! The lower crates' modules are re-exported under the names they had
+//! here (`crate::log`, `crate::config`, ...), so a path reads the same on
+//! every floor.
+
+pub use strata_common::{clock, config, durable_file, topic_name};
+pub use strata_storage::{fd_limit, log, log_manager, meta_properties, topic_error};
 
 pub mod admin;
 pub mod cli;
-pub mod clock;
 pub mod cluster;
-pub mod config;
+pub mod commit_latency;
 pub mod coordinator_log;
 pub mod coordinator_ownership;
 pub mod coordinators;
 pub mod decode_bounds;
 pub mod dlq;
-pub mod durable_file;
-pub mod fd_limit;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz_targets;
 pub mod group;
 pub mod http;
-pub mod log;
-pub mod log_manager;
-pub mod meta_properties;
 pub mod metrics;
 pub mod node;
 pub mod partition;
@@ -31,6 +35,4 @@ pub mod replication;
 pub mod server;
 pub mod start_error;
 pub mod tools;
-pub mod topic_error;
-pub mod topic_name;
 pub mod txn;

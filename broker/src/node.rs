@@ -204,10 +204,13 @@ impl Node {
 
         let data_dir = opts.data_dir.clone();
         let cfg = config.clone();
-        let logs = tokio::task::spawn_blocking(move || LogManager::open(&data_dir, cfg))
-            .await
-            .ctx("log loading task failed")?
-            .with_ctx(|| format!("cannot open data directory {}", opts.data_dir.display()))?;
+        let commit_latency = Arc::new(crate::commit_latency::CommitLatency::default());
+        let sink = commit_latency.clone();
+        let logs =
+            tokio::task::spawn_blocking(move || LogManager::open(&data_dir, cfg, Some(sink)))
+                .await
+                .ctx("log loading task failed")?
+                .with_ctx(|| format!("cannot open data directory {}", opts.data_dir.display()))?;
 
         if clustered {
             let (claimed, _first) =
@@ -289,7 +292,7 @@ impl Node {
             logs.enable_tiering();
             remote.sync_once(&logs).await;
             remote.start(logs.clone());
-            remote.start_adaptive_rate(logs.clone(), dynamic.subscribe());
+            remote.start_adaptive_rate(commit_latency.clone(), dynamic.subscribe());
             Some(remote)
         } else {
             None
@@ -444,7 +447,7 @@ impl Node {
                 },
             )),
         });
-        logs.start_background();
+        logs.start_background(strata_prefetch::threads::lower_thread_priority);
         txns.start_background();
         groups.start_background(settings.group.offsets_retention_check_interval);
         // Offsets may be committed for partitions hosted elsewhere.
@@ -470,6 +473,7 @@ impl Node {
         let server = tokio::spawn(server::serve(listener, broker.clone(), shutdown_rx.clone()));
         http_state.ready(crate::http::BrokerParts {
             logs: logs.clone(),
+            commit_latency,
             remote,
             txns: Some(txns.clone()),
             groups: Some(groups.clone()),

@@ -15,6 +15,8 @@ use crate::txn::TransactionCoordinator;
 #[derive(Debug, Clone)]
 pub struct BrokerParts {
     pub logs: Arc<LogManager>,
+    /// User topics' commit latencies (`strata_log_commit_seconds`).
+    pub commit_latency: Arc<crate::commit_latency::CommitLatency>,
     pub remote: Option<Arc<TieredStorage>>,
     pub txns: Option<Arc<TransactionCoordinator>>,
     pub groups: Option<Arc<GroupCoordinator>>,

@@ -248,7 +248,7 @@ impl DlqMonitor {
         let mut out = BTreeSet::new();
         if let Some(t) = self.logs.topic(topic) {
             if let Some(list) = t.overrides().get("dlq.source.topics") {
-                out.extend(reasons::parse_names(list));
+                out.extend(crate::config::parse_list(list));
             }
         }
         if let Some(s) = reasons::conventional_source(topic) {

@@ -18,9 +18,6 @@ pub const DEFAULT_REASON_HEADERS: &[&str] = &[
     "kafka_dlt-exception-fqcn",
 ];
 
-/// [`DEFAULT_REASON_HEADERS`] as the default of `dlq.reason.headers`.
-pub const DEFAULT_REASON_HEADERS_CSV: &str = "dlq.reason,error.reason,error.class,error.type,error.code,error.message,error.*,__connect.errors.exception.class.name,kafka_dlt-exception-fqcn";
-
 /// The topic a dead-letter record came from.
 pub const SOURCE_TOPIC: &str = "dlq.source_topic";
 pub const SOURCE_PARTITION: &str = "dlq.source_partition";
@@ -44,15 +41,6 @@ pub fn is_dlq(topic: &str, marked: bool) -> bool {
 /// The source topic the `.dlq` naming convention implies.
 pub fn conventional_source(topic: &str) -> Option<&str> {
     topic.strip_suffix(".dlq").filter(|s| !s.is_empty())
-}
-
-/// The reason header names from `dlq.reason.headers`.
-pub fn parse_names(csv: &str) -> Vec<String> {
-    csv.split(',')
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .map(str::to_string)
-        .collect()
 }
 
 fn matches(pattern: &str, header: &str) -> bool {
@@ -93,7 +81,9 @@ mod tests {
 
     #[test]
     fn the_first_named_header_present_gives_the_reason() {
-        let names = parse_names(DEFAULT_REASON_HEADERS_CSV);
+        // The default of `dlq.reason.headers` is this list.
+        let default = crate::config::broker_def("dlq.reason.headers").map(|d| d.default);
+        let names = crate::config::parse_list(default.unwrap_or_default());
         assert_eq!(names, DEFAULT_REASON_HEADERS);
         let h: Vec<(&str, Option<&[u8]>)> = vec![
             ("error.message", Some(b"bad json at 3")),

@@ -142,7 +142,7 @@ impl GroupCoordinator {
             broker.settings().offsets_topic.num_partitions,
             clustered,
         )
-        .map_err(|source| crate::start_error::StartError::Topic {
+        .map_err(|source| crate::start_error::OpenError::Topic {
             topic: super::OFFSETS_TOPIC.to_string(),
             source,
         })?;

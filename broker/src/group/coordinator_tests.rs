@@ -39,7 +39,7 @@ fn setup_with_clock(
     ];
     all.extend(sets.iter().map(|s| s.to_string()));
     let cfg = BrokerConfig::load(None, &all).unwrap();
-    let logs = LogManager::open(dir.path(), Arc::new(cfg.clone())).unwrap();
+    let logs = LogManager::open(dir.path(), Arc::new(cfg.clone()), None).unwrap();
     logs.create_topic("t", 2, 1, BTreeMap::new(), false)
         .unwrap();
     let c = GroupCoordinator::open(logs.clone(), &cfg, false, clock).unwrap();
@@ -293,8 +293,8 @@ async fn offsets_and_membership_survive_reopen() {
     drop(c);
     logs.shutdown().unwrap();
     drop(logs);
-    let logs = LogManager::open(d.path(), Arc::new(cfg.clone())).unwrap();
-    logs.start_background();
+    let logs = LogManager::open(d.path(), Arc::new(cfg.clone()), None).unwrap();
+    logs.start_background(|_| {});
     let c = GroupCoordinator::open(logs, &cfg, false, crate::clock::system()).unwrap();
     c.follow_leadership_now();
     let f = c.fetch("g", None);
@@ -354,8 +354,8 @@ async fn offsets_of_empty_groups_expire_durably() {
     drop(c);
     logs.shutdown().unwrap();
     drop(logs);
-    let logs = LogManager::open(d.path(), Arc::new(cfg.clone())).unwrap();
-    logs.start_background();
+    let logs = LogManager::open(d.path(), Arc::new(cfg.clone()), None).unwrap();
+    logs.start_background(|_| {});
     let c = GroupCoordinator::open(logs, &cfg, false, crate::clock::system()).unwrap();
     c.follow_leadership_now();
     assert!(
@@ -426,8 +426,8 @@ async fn the_log_cleaner_keeps_only_live_state() {
     drop(log);
     logs.shutdown().unwrap();
     drop(logs);
-    let logs = LogManager::open(d.path(), Arc::new(cfg.clone())).unwrap();
-    logs.start_background();
+    let logs = LogManager::open(d.path(), Arc::new(cfg.clone()), None).unwrap();
+    logs.start_background(|_| {});
     let c = GroupCoordinator::open(logs, &cfg, false, crate::clock::system()).unwrap();
     c.follow_leadership_now();
     let f = c.fetch("g", Some(vec![("t".into(), vec![0, 1])]));
@@ -440,7 +440,7 @@ async fn the_log_cleaner_keeps_only_live_state() {
 #[tokio::test]
 async fn groups_follow_the_leadership_of_their_offsets_partition() {
     let (_d, logs, c, _cfg) = setup(&[]);
-    logs.start_background();
+    logs.start_background(|_| {});
     let commit = |offset| {
         vec![OffsetCommit {
             topic: "t".into(),

@@ -523,6 +523,7 @@ fn transaction_families(t: &TransactionCoordinator) -> Vec<Family> {
 /// Every family read from the broker's state now.
 pub fn families(
     logs: &LogManager,
+    commit_latency: &crate::commit_latency::CommitLatency,
     remote: Option<&TieredStorage>,
     txns: Option<&TransactionCoordinator>,
     groups: Option<&GroupCoordinator>,
@@ -555,7 +556,7 @@ pub fn families(
             Kind::Histogram,
             "Time from an append to the flush round that made it durable (the high watermark covering it), per round, over all partitions of user topics.",
         ),
-        logs.commit_latency(),
+        commit_latency.histogram(),
     ));
     if let Some(r) = remote {
         families.push(one(

@@ -16,8 +16,8 @@ use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 
 use super::TieredStorage;
+use crate::commit_latency::CommitLatency;
 use crate::config::dynamic::DynamicSettings;
-use crate::log_manager::LogManager;
 
 /// How often the rate is judged: a few fsyncs' worth, so a rising hot
 /// path is answered within a tenth of a second.
@@ -27,7 +27,7 @@ impl TieredStorage {
     /// Starts the ticking; it stops once this `TieredStorage` is dropped.
     pub fn start_adaptive_rate(
         self: &Arc<Self>,
-        logs: Arc<LogManager>,
+        commit_latency: Arc<CommitLatency>,
         dynamic: watch::Receiver<Arc<DynamicSettings>>,
     ) {
         let weak = Arc::downgrade(self);
@@ -38,7 +38,7 @@ impl TieredStorage {
                 Some(me) => me.prefetcher.stats.clone(),
                 None => return,
             };
-            let mut last_commits = logs.commit_latency().snapshot();
+            let mut last_commits = commit_latency.histogram().snapshot();
             let mut last_served = stats.bytes_read.load(Ordering::Relaxed);
             let mut last_gets = stats.gets.load(Ordering::Relaxed);
             let mut last_at = Instant::now();
@@ -50,7 +50,7 @@ impl TieredStorage {
                 };
                 let quota = me.prefetcher.quota();
                 let now = Instant::now();
-                let commits = logs.commit_latency().snapshot();
+                let commits = commit_latency.histogram().snapshot();
                 let served = stats.bytes_read.load(Ordering::Relaxed);
                 // GETs completed (a counter, not the budget's lock: this task
                 // runs on the request runtime, which never waits on a lock

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use super::TieredStorage;
 use crate::log_manager::{LogManager, RestoredPartition};
-use crate::start_error::StartError;
+use crate::start_error::{OpenError, StartError};
 
 /// Recreates every topic the bucket knows and the data dir does not,
 /// except those in `skip` (in a cluster, the topics the store knows:
@@ -38,11 +38,12 @@ pub async fn restore_topics(
             source,
         })?;
         if t.partitions == 0 || t.partitions as u64 > crate::fd_limit::partition_capacity() {
-            return Err(StartError::TooManyPartitions {
+            return Err(OpenError::TooManyPartitions {
                 what: format!("topic {} in the bucket", t.name),
                 partitions: t.partitions,
                 limit: crate::fd_limit::soft().unwrap_or(0),
-            });
+            }
+            .into());
         }
         let mut partitions = Vec::with_capacity(t.partitions as usize);
         for p in 0..t.partitions as i32 {
@@ -79,7 +80,7 @@ pub async fn restore_topics(
         let topic = name.clone();
         tokio::task::spawn_blocking(move || l.restore_topic(&name, id, configs, partitions))
             .await?
-            .map_err(|source| StartError::Topic { topic, source })?;
+            .map_err(|source| OpenError::Topic { topic, source })?;
         tracing::info!(topic = %t.name, partitions = t.partitions, "restored topic from the object store");
         restored.push(t.name);
     }

@@ -174,7 +174,7 @@ impl TransactionCoordinator {
             broker.settings().transaction_state_log.num_partitions,
             clustered,
         )
-        .map_err(|source| crate::start_error::StartError::Topic {
+        .map_err(|source| crate::start_error::OpenError::Topic {
             topic: TRANSACTION_STATE_TOPIC.to_string(),
             source,
         })?;

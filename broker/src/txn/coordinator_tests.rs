@@ -34,7 +34,7 @@ fn setup_with_clock(
         ],
     )
     .unwrap();
-    let logs = LogManager::open(dir, Arc::new(cfg.clone())).unwrap();
+    let logs = LogManager::open(dir, Arc::new(cfg.clone()), None).unwrap();
     if logs.topic("t").is_none() {
         logs.create_topic("t", 2, 1, BTreeMap::new(), false)
             .unwrap();
@@ -205,7 +205,7 @@ async fn prepare_commit_found_on_reopen_is_completed() {
         "still open after the restart"
     );
     // As main.rs: the logs' flushers, then the coordinator's work.
-    logs.start_background();
+    logs.start_background(|_| {});
     t.start_background();
     wait_state(&t, "c", TxnState::CompleteCommit).await;
     assert!(log.wait_durable(first + 2, Duration::from_secs(5)).await);
@@ -333,7 +333,7 @@ async fn a_kip_360_client_bumps_its_epoch_past_an_aborted_transaction() {
 async fn transactional_ids_follow_the_leadership_of_their_state_partition() {
     let dir = tempfile::tempdir().unwrap();
     let (logs, t) = setup(dir.path());
-    logs.start_background();
+    logs.start_background(|_| {});
     let p = t.init_producer_id("f", 60_000, None).await.unwrap();
     let part = t.partition_of("f");
     let log = logs.partition(TRANSACTION_STATE_TOPIC, part).unwrap();

@@ -765,7 +765,7 @@ _TOPIC_NAMES_MISSING = ("errors.deadletterqueue.group.enable, flush.messages, fl
                         "remote.log.copy.disable, remote.log.delete.on.disable, segment.jitter.ms, "
                         "unclean.leader.election.enable")
 _TOPIC_CONFIG_SET = ("Kafka 4.4's topic config set differs from Strata's: names Kafka has and Strata lacks ("
-                     + _TOPIC_NAMES_MISSING + ") need config defs (broker/src/config/defs.rs, with docs) and "
+                     + _TOPIC_NAMES_MISSING + ") need config defs (broker/common/src/config/defs.rs, with docs) and "
                      "their semantics or an accepted no-op; Strata-only names are deliberate (dlq.enable, "
                      "dlq.source.topics, quorum.ack.enable: Strata features) or Kafka 3.9 leftovers Kafka 4.0 "
                      "removed (message.format.version, message.downconversion.enable, "

@@ -1,0 +1,27 @@
+//! The broker's commit-latency histogram: how long appends to user topics
+//! took to become durable, per flush round. The log manager's flush rounds
+//! report into it (the storage crate's `CommitLatencySink`); the adaptive
+//! history rate (`remote/adaptive_rate.rs`) and `/metrics`
+//! (`strata_log_commit_seconds`) read it. The histogram is the history
+//! rate governor's (`strata_prefetch::latency`).
+
+use std::time::Duration;
+
+use strata_prefetch::latency::LatencyHistogram;
+
+use crate::log::group_commit::CommitLatencySink;
+
+#[derive(Debug, Default)]
+pub struct CommitLatency(LatencyHistogram);
+
+impl CommitLatency {
+    pub fn histogram(&self) -> &LatencyHistogram {
+        &self.0
+    }
+}
+
+impl CommitLatencySink for CommitLatency {
+    fn record(&self, latency: Duration) {
+        self.0.record(latency);
+    }
+}

@@ -1,0 +1,143 @@
+//! Group commit of a [`PartitionLog`]: flush rounds fsync whatever was
+//! appended since the last one and then advance the durable end, and with
+//! it the high watermark (`replica_state.rs`), which
+//! acks=all producers wait for and below which readers read. Each round's
+//! commit latency (from the oldest append it covers) is recorded for the
+//! hot path's metrics and the adaptive history rate.
+//!
+//! It owns when appended data becomes durable and visible. It never writes
+//! records: appends belong to `partition_log`.
+
+use std::io;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::partition_log::PartitionLog;
+
+/// Where flush rounds report their commit latency (the log manager hands
+/// in the broker's histogram, which `/metrics` and the adaptive history
+/// rate read). The log knows only this trait, not who reads it.
+pub trait CommitLatencySink: Send + Sync + std::fmt::Debug {
+    fn record(&self, latency: Duration);
+}
+
+/// How an acks=all wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitWait {
+    Committed,
+    TimedOut,
+    NotLeader,
+}
+
+impl PartitionLog {
+    /// Waits until the high watermark reaches `offset` (exclusive end) or
+    /// the timeout passes. Returns whether it did.
+    pub async fn wait_durable(&self, end_offset: i64, timeout: Duration) -> bool {
+        let mut rx = self.high_watermark.subscribe();
+        let reached = tokio::time::timeout(timeout, async {
+            rx.wait_for(|hw| *hw >= end_offset).await.is_ok()
+        })
+        .await;
+        matches!(reached, Ok(true))
+    }
+
+    /// [`Self::wait_durable`] for an acks=all produce appended at leader
+    /// epoch `epoch`: gives up as soon as this broker no longer leads at
+    /// that epoch (the batch may have been truncated since; the client
+    /// retries at the new leader, idempotence makes that safe).
+    pub async fn wait_committed(
+        &self,
+        end_offset: i64,
+        epoch: i32,
+        timeout: Duration,
+    ) -> CommitWait {
+        let mut rx = self.high_watermark.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            // The high watermark first, then the epoch: still leading at
+            // the append's epoch afterwards means nothing was truncated in
+            // between (a leadership lost and won again has a new epoch).
+            let reached = *rx.borrow_and_update() >= end_offset;
+            if !self.leads_at(epoch) {
+                return CommitWait::NotLeader;
+            }
+            if reached {
+                return CommitWait::Committed;
+            }
+            let tick = tokio::time::Instant::now() + Duration::from_millis(100);
+            tokio::select! {
+                r = rx.changed() => if r.is_err() { return CommitWait::TimedOut },
+                _ = tokio::time::sleep_until(tick.min(deadline)) => {
+                    if tokio::time::Instant::now() >= deadline {
+                        let reached = *rx.borrow() >= end_offset;
+                        return if !self.leads_at(epoch) {
+                            CommitWait::NotLeader
+                        } else if reached {
+                            CommitWait::Committed
+                        } else {
+                            CommitWait::TimedOut
+                        };
+                    }
+                }
+            }
+        }
+    }
+
+    /// One flush round: fsyncs everything appended so far and advances the
+    /// high watermark. Blocking; run off the async workers. Returns the
+    /// commit latency of the round: how long ago the oldest append it made
+    /// durable happened (`None` if there was nothing to flush).
+    pub fn flush(&self) -> io::Result<Option<Duration>> {
+        let (file, target, since, truncations) = {
+            let mut inner = match self.lock_open() {
+                Ok(i) => i,
+                Err(_) => return Ok(None),
+            };
+            let target = inner.log_end_offset();
+            if target <= self.durable_end_offset() {
+                return Ok(None);
+            }
+            inner.active_mut().persist_indexes()?;
+            let since = inner.unflushed_since.take();
+            (inner.active().file()?, target, since, inner.truncations)
+        };
+        file.sync_data()?;
+        // The high watermark follows from the durable end and, when
+        // replicated, the in-sync followers' (`replica_state.rs`). A
+        // truncation since the snapshot makes this round's end stale.
+        let inner = self.lock();
+        if inner.truncations == truncations {
+            self.set_durable_end(&inner, target);
+        }
+        drop(inner);
+        Ok(since.map(|t| t.elapsed()))
+    }
+
+    /// Runs flush rounds whenever appends ask for one, until closed, and
+    /// records each round's commit latency in `commit_latency`, if given.
+    pub async fn run_flusher(self: Arc<Self>, commit_latency: Option<Arc<dyn CommitLatencySink>>) {
+        loop {
+            self.flush_requested.notified().await;
+            if self.closed.load(Ordering::Acquire) {
+                return;
+            }
+            let log = self.clone();
+            match tokio::task::spawn_blocking(move || log.flush()).await {
+                Ok(Ok(latency)) => {
+                    if let (Some(latency), Some(h)) = (latency, &commit_latency) {
+                        h.record(latency);
+                    }
+                }
+                Ok(Err(e)) => {
+                    // An fsync failure means the page cache may have dropped
+                    // data we cannot rewrite: stop rather than ack it.
+                    tracing::error!(topic = %self.topic(), partition = self.partition(), error = %e,
+                        "fsync failed; stopping the broker to avoid acknowledging lost data");
+                    std::process::exit(70);
+                }
+                Err(e) => tracing::error!(error = %e, "flush task failed"),
+            }
+        }
+    }
+}
