@@ -23,14 +23,16 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CRATES = ["broker", "broker/common", "broker/storage", "catalog", "catalog/format", "tiering",
+CRATES = ["broker", "broker/common", "broker/storage", "broker/cluster", "catalog", "catalog/format", "tiering",
           "prefetch", "local-stack"]
 # The top-level modules a crate re-exports from a lower crate, by that
 # crate's directory (broker/src/lib.rs).
 REEXPORTS = {
     "broker": {
-        "broker/common": ["clock", "config", "durable_file", "topic_name"],
+        "broker/common": ["clock", "config", "durable_file", "metrics_family", "topic_name"],
         "broker/storage": ["fd_limit", "log", "log_manager", "meta_properties", "topic_error"],
+        "broker/cluster": ["cluster", "coordinator_log", "coordinator_ownership", "producer_ids",
+                           "replication"],
     },
 }
 PATH = re.compile(r"\b(crate|super|self)((?:::[a-z_][a-z0-9_]*)+)")
@@ -179,7 +181,7 @@ FIELDS = [
     *[(c, ["**/*.rs"], re.compile(r'\.value\("[a-z0-9]+(?:\.[a-z0-9]+)+"\)'),
        "code reads a broker setting from config.settings() (typed, parsed once),"
        " not by name (config/settings.rs)") for c in ("broker", "broker/common", "broker/storage")],
-    ("broker", ["cli/**/*.rs", "protocol/**/*.rs", "tools.rs"], re.compile(r"\bstrata_(storage|common)\b"),
+    ("broker", ["cli/**/*.rs", "protocol/**/*.rs", "tools.rs"], re.compile(r"\bstrata_(storage|common|cluster)\b"),
      "the CLI is a Kafka client: it reaches no broker state through the lower crates either"),
     ("broker", ["group/coordinator.rs", "group/join.rs", "group/timers.rs", "group/offsets.rs",
                 "group/txn_offsets.rs", "group/loading.rs", "group/group.rs",
@@ -215,19 +217,24 @@ def crate_deps() -> list[str]:
 # lowest layering rules compile errors. Checked on each Cargo.toml's
 # [dependencies] (tests may use more).
 CRATE_DEPS = [
-    ("broker/storage", ["strata-catalog", "strata-tiering", "strata-prefetch", "strata-broker"],
+    ("broker/storage", ["strata-catalog", "strata-tiering", "strata-prefetch", "strata-broker",
+                        "strata-cluster"],
      "the local log knows strata-format and its settings, never the bucket"
      " (the broker attaches a log::tiered_part::TieredPart)"),
-    ("broker/common", ["strata-storage", "strata-broker", "strata-catalog", "strata-tiering"],
+    ("broker/cluster", ["strata-catalog", "strata-tiering", "strata-prefetch", "strata-broker"],
+     "the cluster replicates local logs; the bucket, the coordinators and the server are above it"),
+    ("broker/common", ["strata-storage", "strata-cluster", "strata-broker", "strata-catalog",
+                       "strata-tiering"],
      "settings, the clock and topic names sit below the log and the broker"),
-    ("catalog", ["strata-tiering", "strata-prefetch", "strata-broker", "strata-storage", "strata-common"],
+    ("catalog", ["strata-tiering", "strata-prefetch", "strata-broker", "strata-storage", "strata-common",
+                 "strata-cluster"],
      "the catalog knows no other crate but the format"),
     ("catalog/format", ["strata-catalog", "strata-tiering", "strata-prefetch", "strata-broker",
-                        "strata-storage", "strata-common"],
+                        "strata-storage", "strata-common", "strata-cluster"],
      "the format does no I/O and knows no other crate"),
-    ("tiering", ["strata-broker", "strata-storage", "strata-common", "strata-prefetch"],
+    ("tiering", ["strata-broker", "strata-storage", "strata-common", "strata-cluster", "strata-prefetch"],
      "the uploader uses the catalog only"),
-    ("prefetch", ["strata-broker", "strata-storage", "strata-common", "strata-tiering"],
+    ("prefetch", ["strata-broker", "strata-storage", "strata-common", "strata-cluster", "strata-tiering"],
      "the history reader's engine uses the catalog only"),
 ]
 

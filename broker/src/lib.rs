@@ -1,23 +1,24 @@
 //! Strata's broker: the Kafka protocol server, request handlers, the
-//! partition layer, replication, the coordinators, tiering's wiring, the
-//! admin API and the CLI. It depends on its two lower crates inside
-//! `broker/` (`strata-common`: settings, clock, topic names;
-//! `strata-storage`: the local log and the log manager) and on `catalog`,
+//! partition layer, the coordinators, tiering's wiring, the
+//! admin API and the CLI. It depends on its lower crates inside `broker/`
+//! (`strata-common`: settings, clock, topic names; `strata-storage`: the
+//! local log and the log manager; `strata-cluster`: the metadata store,
+//! the controller and ISR replication) and on `catalog`,
 //! `format`, `tiering` and `prefetch`; nothing depends on it.
 //!
 //! The lower crates' modules are re-exported under the names they had
 //! here (`crate::log`, `crate::config`, ...), so a path reads the same on
 //! every floor.
 
+pub use strata_cluster::{
+    cluster, coordinator_log, coordinator_ownership, producer_ids, replication,
+};
 pub use strata_common::{clock, config, durable_file, topic_name};
 pub use strata_storage::{fd_limit, log, log_manager, meta_properties, topic_error};
 
 pub mod admin;
 pub mod cli;
-pub mod cluster;
 pub mod commit_latency;
-pub mod coordinator_log;
-pub mod coordinator_ownership;
 pub mod coordinators;
 pub mod decode_bounds;
 pub mod dlq;
@@ -28,10 +29,8 @@ pub mod http;
 pub mod metrics;
 pub mod node;
 pub mod partition;
-pub mod producer_ids;
 pub mod protocol;
 pub mod remote;
-pub mod replication;
 pub mod server;
 pub mod start_error;
 pub mod tools;

@@ -10,7 +10,7 @@
 //! It only reads: no scrape changes broker state.
 
 pub mod errors;
-pub mod family;
+pub use strata_common::metrics_family as family;
 pub mod groups;
 pub mod requests;
 pub mod state;

@@ -22,10 +22,10 @@ use super::tiered_start::TieredEndSource;
 use crate::cluster::records::PartitionState;
 use crate::cluster::store::ClusterStore;
 use crate::cluster::view::{ClusterSnapshot, ClusterView, PartitionEntry};
-use crate::config::BrokerConfig;
-use crate::log::ack_latency::SlowFollowerRule;
-use crate::log::PartitionLog;
-use crate::log_manager::LogManager;
+use strata_common::config::BrokerConfig;
+use strata_storage::log::ack_latency::SlowFollowerRule;
+use strata_storage::log::PartitionLog;
+use strata_storage::log_manager::LogManager;
 
 /// Settings read once at start.
 #[derive(Debug, Clone, Copy)]

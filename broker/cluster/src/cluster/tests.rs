@@ -188,7 +188,7 @@ fn times() -> SessionTimes {
 
 fn data_dir() -> Arc<LogManager> {
     let dir = tempfile::tempdir().unwrap().keep();
-    let config = Arc::new(crate::config::BrokerConfig::load(None, &[]).unwrap());
+    let config = Arc::new(strata_common::config::BrokerConfig::load(None, &[]).unwrap());
     LogManager::open(&dir, config, None).unwrap()
 }
 
@@ -393,7 +393,7 @@ async fn the_reconciler_removes_only_the_clusters_topics() {
 /// Appends one record to `topic`-`partition`.
 fn append_one(logs: &LogManager, topic: &str, partition: i32) {
     let log = logs.partition(topic, partition).unwrap();
-    let buf = crate::log::batch::encode_records_for(
+    let buf = strata_storage::log::batch::encode_records_for(
         &[(
             Some(bytes::Bytes::from_static(b"k")),
             Some(bytes::Bytes::from_static(b"v")),
@@ -403,7 +403,7 @@ fn append_one(logs: &LogManager, topic: &str, partition: i32) {
         None,
     )
     .unwrap();
-    let headers = crate::log::batch::validate_all(&buf).unwrap();
+    let headers = strata_storage::log::batch::validate_all(&buf).unwrap();
     log.append(&buf, &headers).unwrap();
 }
 

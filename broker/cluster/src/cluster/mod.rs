@@ -36,11 +36,11 @@ use std::time::Duration;
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use crate::log_manager::LogManager;
 use controller::Role;
 use membership::{Membership, RegisterError, SessionTimes};
 use records::{BrokerRegistration, ControllerRecord, CLUSTER_ID_KEY};
 use store::{ClusterStore, Compare, Op, StoreError};
+use strata_storage::log_manager::LogManager;
 use view::{ClusterSnapshot, ClusterView};
 
 pub use store::StoreError as ClusterStoreError;

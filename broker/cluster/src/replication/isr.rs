@@ -16,7 +16,7 @@ use crate::cluster::partition_writes::write_partition_state;
 use crate::cluster::records::{encode, report_key, Fencing, PartitionState, ReplicaReport};
 use crate::cluster::store::{ClusterStore, Op, StoreError};
 use crate::cluster::view::PartitionEntry;
-use crate::log::PartitionLog;
+use strata_storage::log::PartitionLog;
 
 /// Writes `isr` for `topic`/`partition` led by `me`. Ok(Some(revision))
 /// when written, Ok(None) when the state moved on (the caller re-reads).

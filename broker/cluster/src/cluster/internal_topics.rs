@@ -26,8 +26,8 @@ use super::store::ClusterStore;
 use super::topics;
 use super::view::{ClusterSnapshot, ClusterView};
 use crate::coordinator_log::{internal_topic_configs, internal_topic_settings};
-use crate::log_manager::LogManager;
-use crate::topic_name::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
+use strata_common::topic_name::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
+use strata_storage::log_manager::LogManager;
 
 /// The internal topics the controller creates.
 const INTERNAL: [&str; 2] = [OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC];

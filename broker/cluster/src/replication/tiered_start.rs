@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
-use crate::log::PartitionLog;
+use strata_storage::log::PartitionLog;
 
 /// The end of a partition's tiered part, as its catalog records it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -33,7 +33,7 @@ use tracing::Instrument;
 use super::client::{BrokerClient, ClientError};
 use super::tiered_start::TieredEndSource;
 use crate::cluster::view::ClusterView;
-use crate::log::{LogError, PartitionLog};
+use strata_storage::log::{LogError, PartitionLog};
 
 /// Fetch versions this client speaks (replica id in the request body,
 /// topics by name).

@@ -17,8 +17,8 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::view::{ClusterSnapshot, ClusterView};
-use crate::log_manager::LogManager;
-use crate::topic_name::is_internal;
+use strata_common::topic_name::is_internal;
+use strata_storage::log_manager::LogManager;
 
 /// Brings `logs` in line with `snap` for broker `me`. Errors are logged
 /// and retried at the next change (the partition stays unavailable here).

@@ -18,15 +18,15 @@ use bytes::Bytes;
 use kafka_protocol::records::{Compression, RecordBatchDecoder};
 use kafka_protocol::ResponseError;
 
-use crate::clock::now_ms;
-use crate::config::settings::InternalTopicSettings;
-use crate::config::{BrokerConfig, BrokerSettings};
 use crate::coordinator_ownership::{Changes, Ownership};
-use crate::log::batch::{self, BatchScanner};
-use crate::log::control::{decode_marker, MarkerType};
-use crate::log::group_commit::CommitWait;
-use crate::log::{AppendOrigin, Isolation, LogError, PartitionLog};
-use crate::log_manager::{LogManager, TopicError};
+use strata_common::clock::now_ms;
+use strata_common::config::settings::InternalTopicSettings;
+use strata_common::config::{BrokerConfig, BrokerSettings};
+use strata_storage::log::batch::{self, BatchScanner};
+use strata_storage::log::control::{decode_marker, MarkerType};
+use strata_storage::log::group_commit::CommitWait;
+use strata_storage::log::{AppendOrigin, Isolation, LogError, PartitionLog};
+use strata_storage::log_manager::{LogManager, TopicError};
 
 #[derive(Debug)]
 pub struct CoordinatorLog {
@@ -132,7 +132,7 @@ pub fn internal_topic_settings<'a>(
     topic: &str,
     settings: &'a BrokerSettings,
 ) -> &'a InternalTopicSettings {
-    if topic == crate::topic_name::TRANSACTION_STATE_TOPIC {
+    if topic == strata_common::topic_name::TRANSACTION_STATE_TOPIC {
         &settings.transaction_state_log
     } else {
         &settings.offsets_topic

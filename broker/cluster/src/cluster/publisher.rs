@@ -19,7 +19,7 @@ use super::store::{ClusterStore, StoreError};
 use super::topics;
 use super::view::ClusterView;
 use crate::coordinator_log::{internal_topic_configs, internal_topic_settings};
-use crate::log_manager::{LogManager, Topic};
+use strata_storage::log_manager::{LogManager, Topic};
 
 /// Makes the store hold `logs`' topics with `me` as the only replica.
 /// Returns the store revision after the last write. `single_broker`: the
@@ -50,7 +50,7 @@ pub async fn publish_all(
         .filter(|t| {
             single_broker
                 || (!t.in_cluster()
-                    && (!crate::topic_name::is_internal(&t.name) || holds_records(t)))
+                    && (!strata_common::topic_name::is_internal(&t.name) || holds_records(t)))
         })
         .map(|t| {
             (
@@ -73,7 +73,7 @@ pub async fn publish_all(
             topics::delete_topic(store, name, have.mod_revision).await?;
         }
         let existing = snap.topic(name).filter(|_| recreated.is_none());
-        let internal = crate::topic_name::is_internal(name);
+        let internal = strata_common::topic_name::is_internal(name);
         // A copy leads at its logs' newest epochs, never below them (a
         // restored log starts at the epoch its catalog was claimed at).
         let epochs: Vec<i32> = logs.topic(name).map_or_else(Vec::new, |t| {

@@ -33,7 +33,7 @@ pub fn note_redirect() {
 
 /// How the leader picks the replica a consumer reads from (a setting,
 /// parsed with the others).
-pub use crate::config::settings::ReplicaSelector;
+pub use strata_common::config::settings::ReplicaSelector;
 
 /// One replica as the leader sees it.
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@
 //! and expands, follower lag). Read-only.
 
 use super::Cluster;
-use crate::metrics::family::{partition_labels, Family, Kind, Labels};
+use strata_common::metrics_family::{partition_labels, Family, Kind, Labels};
 
 fn family(
     kind: Kind,

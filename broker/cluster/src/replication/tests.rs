@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::fetcher::{divergence_point, write_fetched, Fetched};
-use crate::config::{BrokerConfig, TopicConfig};
-use crate::log::batch::{self, testing};
-use crate::log::partition_log::{PartitionLog, SharedConfig};
-use crate::log::read::Isolation;
+use strata_common::config::{BrokerConfig, TopicConfig};
+use strata_storage::log::batch::{self, testing};
+use strata_storage::log::partition_log::{PartitionLog, SharedConfig};
+use strata_storage::log::read::Isolation;
 
 fn two_logs() -> (tempfile::TempDir, Arc<PartitionLog>, Arc<PartitionLog>) {
     let dir = tempfile::tempdir().unwrap();

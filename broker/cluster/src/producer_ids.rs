@@ -23,7 +23,7 @@ use std::sync::Mutex;
 
 use tokio::sync::Notify;
 
-use crate::durable_file::write_atomically;
+use strata_common::durable_file::write_atomically;
 
 const FILE: &str = "producer-id-block";
 /// Ids per block.
