@@ -3,7 +3,8 @@
 //! admin API and the CLI. It depends on its lower crates inside `broker/`
 //! (`strata-common`: settings, clock, topic names; `strata-storage`: the
 //! local log and the log manager; `strata-cluster`: the metadata store,
-//! the controller and ISR replication) and on `catalog`,
+//! the controller and ISR replication; `strata-protocol`: what the broker
+//! and its CLI share about Kafka's protocol) and on `catalog`,
 //! `format`, `tiering` and `prefetch`; nothing depends on it.
 //!
 //! The lower crates' modules are re-exported under the names they had
@@ -14,13 +15,16 @@ pub use strata_cluster::{
     cluster, coordinator_log, coordinator_ownership, producer_ids, replication,
 };
 pub use strata_common::{clock, config, durable_file, topic_name};
+pub use strata_protocol::{decode_bounds, tools};
 pub use strata_storage::{fd_limit, log, log_manager, meta_properties, topic_error};
+/// Kafka protocol helpers that hold no broker state, shared with the CLI.
+pub mod protocol {
+    pub use strata_protocol::{consumer_protocol, error_names};
+}
 
 pub mod admin;
-pub mod cli;
 pub mod commit_latency;
 pub mod coordinators;
-pub mod decode_bounds;
 pub mod dlq;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz_targets;
@@ -29,9 +33,7 @@ pub mod http;
 pub mod metrics;
 pub mod node;
 pub mod partition;
-pub mod protocol;
 pub mod remote;
 pub mod server;
 pub mod start_error;
-pub mod tools;
 pub mod txn;

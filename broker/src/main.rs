@@ -6,9 +6,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 
-use strata_broker::cli;
 use strata_broker::config::BrokerConfig;
 use strata_broker::node::{Node, NodeOptions};
+use strata_cli as cli;
 
 #[derive(Debug, Parser)]
 #[command(

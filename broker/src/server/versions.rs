@@ -62,6 +62,22 @@ pub fn is_supported(api: ApiKey, version: i16) -> bool {
 mod tests {
     use super::*;
 
+    /// Every version the broker advertises has a request layout in
+    /// `decode_bounds`: a request at a version it lacks is refused before
+    /// it is decoded, so a version raised here alone closes its clients'
+    /// connections.
+    #[test]
+    fn every_advertised_version_has_a_layout() {
+        for (api, lo, hi) in SUPPORTED {
+            let (first, last) = crate::decode_bounds::request_layout_versions(*api as i16)
+                .unwrap_or_else(|| panic!("{api:?} has no request layout"));
+            assert!(
+                first <= *lo && *hi <= last,
+                "{api:?} v{lo}..=v{hi} is advertised but the layout covers {first}..={last}"
+            );
+        }
+    }
+
     #[test]
     fn within_codec_range_or_legacy() {
         for (api, lo, hi) in SUPPORTED {

@@ -389,7 +389,7 @@ pub async fn run(a: ConsumeArgs, target: &Target) -> CliResult<()> {
     } else if let Some(o) = a.offset {
         Start::Offset(o)
     } else if let Some(dt) = &a.from_datetime {
-        Start::Time(crate::tools::parse_datetime(dt).map_err(CliError::Usage)?)
+        Start::Time(strata_protocol::tools::parse_datetime(dt).map_err(CliError::Usage)?)
     } else {
         Start::Beginning
     };

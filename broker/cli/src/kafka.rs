@@ -62,7 +62,7 @@ impl ClientError {
         ClientError::Kafka {
             what: what.into(),
             code,
-            name: crate::protocol::error_names::error_name(code).to_string(),
+            name: strata_protocol::error_names::error_name(code).to_string(),
             message: message.filter(|m| !m.is_empty()).map(str::to_string),
         }
     }

@@ -42,6 +42,13 @@ pub fn check_request(api_key: i16, version: i16, body: &[u8]) -> Result<Walked, 
     }
 }
 
+/// The versions of API `api_key` whose request layout is known, lowest
+/// and highest; a request at another version is refused before it is
+/// decoded. None for an API without a layout.
+pub fn request_layout_versions(api_key: i16) -> Option<(i16, i16)> {
+    messages::request(api_key).map(|m| (m.valid.0, m.valid.1))
+}
+
 /// Checks a `ConsumerProtocolSubscription` body (after its version).
 pub fn check_subscription(version: i16, body: &[u8]) -> Result<Walked, BoundsError> {
     checked(&messages::CONSUMER_PROTOCOL_SUBSCRIPTION, version, body)

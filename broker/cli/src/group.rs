@@ -20,7 +20,7 @@ use super::admin_http::{segment, AdminClient, AdminError};
 use super::kafka::{max_version, ClientError, KafkaClient, PartitionLeader};
 use super::output::{self, Format, Table};
 use super::{CliError, CliResult, Target};
-use crate::tools::{new_offset, Reset};
+use strata_protocol::tools::{new_offset, Reset};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum GroupCommand {
@@ -171,7 +171,7 @@ async fn list(k: &mut KafkaClient, format: Format) -> CliResult<()> {
 
 /// The consumer protocol's assignment bytes: (topic, partitions).
 fn assignment(bytes: &Bytes) -> Vec<(String, Vec<i32>)> {
-    crate::protocol::consumer_protocol::assignment(bytes).unwrap_or_default()
+    strata_protocol::consumer_protocol::assignment(bytes).unwrap_or_default()
 }
 
 /// DescribeGroups of one group on its coordinator: (state, members).
@@ -524,7 +524,7 @@ async fn reset(k: &mut KafkaClient, a: ResetArgs, format: Format) -> CliResult<(
     let latest = k.list_offsets(&parts, -1).await?;
     let at = match &a.to_datetime {
         Some(dt) => {
-            let ts = crate::tools::parse_datetime(dt).map_err(CliError::Usage)?;
+            let ts = strata_protocol::tools::parse_datetime(dt).map_err(CliError::Usage)?;
             Some(k.list_offsets(&parts, ts).await?)
         }
         None => None,

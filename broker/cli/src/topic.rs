@@ -144,7 +144,7 @@ async fn list(k: &mut KafkaClient, all: bool, format: Format) -> CliResult<()> {
         .map(|t| TopicRow {
             name: t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default(),
             partitions: t.partitions.len(),
-            replication_factor: crate::tools::replication_factor(t),
+            replication_factor: strata_protocol::tools::replication_factor(t),
             internal: t.is_internal,
         })
         .collect();
@@ -231,7 +231,7 @@ async fn describe(
                     } else {
                         c.value.map(|v| v.to_string())
                     },
-                    source: crate::tools::source_name(c.config_source),
+                    source: strata_protocol::tools::source_name(c.config_source),
                 });
             }
         }
