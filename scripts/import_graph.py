@@ -23,7 +23,8 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CRATES = ["broker", "broker/common", "broker/storage", "broker/cluster", "broker/protocol",
+CRATES = ["broker", "broker/common", "broker/storage", "broker/cluster", "broker/coordinators",
+          "broker/protocol",
           "broker/cli", "catalog", "catalog/format", "tiering",
           "prefetch", "local-stack"]
 # The top-level modules a crate re-exports from a lower crate, by that
@@ -34,6 +35,7 @@ REEXPORTS = {
         "broker/storage": ["fd_limit", "log", "log_manager", "meta_properties", "topic_error"],
         "broker/cluster": ["cluster", "coordinator_log", "coordinator_ownership", "producer_ids",
                            "replication"],
+        "broker/coordinators": ["group", "txn"],
         "broker/protocol": ["decode_bounds", "tools"],
     },
 }
@@ -170,8 +172,9 @@ FIELDS = [
      "a handler reaches partitions and the bucket through b.replicas"),
     *[(c, ["**/*.rs"], re.compile(r'\.value\("[a-z0-9]+(?:\.[a-z0-9]+)+"\)'),
        "code reads a broker setting from config.settings() (typed, parsed once),"
-       " not by name (config/settings.rs)") for c in ("broker", "broker/common", "broker/storage")],
-    ("broker", ["group/coordinator.rs", "group/join.rs", "group/timers.rs", "group/offsets.rs",
+       " not by name (config/settings.rs)") for c in ("broker", "broker/common", "broker/storage", "broker/cluster",
+                                                "broker/coordinators")],
+    ("broker/coordinators", ["group/coordinator.rs", "group/join.rs", "group/timers.rs", "group/offsets.rs",
                 "group/txn_offsets.rs", "group/loading.rs", "group/group.rs",
                 "txn/coordinator.rs", "txn/completion.rs", "txn/loading.rs"],
      re.compile(r"\b(?:Instant::now|SystemTime::now|clock::now_ms)\(\)|(?<![\w.])now_ms\(\)|\.elapsed\(\)"),
@@ -223,6 +226,10 @@ CRATE_DEPS = [
      " (the broker attaches a log::tiered_part::TieredPart)"),
     ("broker/cluster", ["strata-common", "strata-storage"],
      "the cluster replicates local logs; the bucket, the coordinators and the server are above it"),
+    ("broker/coordinators", ["strata-common", "strata-storage", "strata-cluster", "strata-protocol",
+                             "strata-format"],
+     "the coordinators keep their state in the local log and follow the cluster;"
+     " the server and the bucket are above them"),
 ]
 
 

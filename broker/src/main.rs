@@ -174,7 +174,7 @@ struct BrokerArgs {
     #[arg(long, env = "STRATA_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: LogFormat,
 
-    /// Log filter (tracing EnvFilter syntax), e.g. `info` or `strata_broker=debug`.
+    /// Log filter (tracing EnvFilter syntax), e.g. `info` or `strata_storage=debug` (each crate of `broker/` is a target).
     #[arg(
         long,
         env = "STRATA_LOG_LEVEL",

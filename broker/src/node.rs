@@ -79,6 +79,12 @@ pub enum NodeError {
     Io(#[from] std::io::Error),
 }
 
+impl From<crate::start_error::OpenError> for NodeError {
+    fn from(e: crate::start_error::OpenError) -> Self {
+        NodeError::Start(e.into())
+    }
+}
+
 impl NodeError {
     /// A refusal whose message is the error's own.
     fn msg(e: impl std::fmt::Display) -> Self {
@@ -410,8 +416,8 @@ impl Node {
                 settings.offsets_commit_timeout,
             ));
         }
-        crate::coordinators::follow_once(&groups, &txns).await;
-        crate::coordinators::start(
+        strata_coordinators::leadership::follow_once(&groups, &txns).await;
+        strata_coordinators::leadership::start(
             groups.clone(),
             txns.clone(),
             logs.subscribe_roles(),

@@ -125,7 +125,7 @@ mod tests {
                 return;
             }
             panic!(
-                "docs/operations.md's settings reference is out of date with the config tables: run `STRATA_BLESS=1 cargo test -p strata-broker operations_doc`"
+                "docs/operations.md's settings reference is out of date with the config tables: run `STRATA_BLESS=1 cargo test -p strata-common operations_doc`"
             );
         }
         for d in TOPIC_CONFIGS.iter().chain(super::super::broker_defs()) {

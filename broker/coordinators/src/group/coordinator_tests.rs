@@ -1,9 +1,9 @@
 //! Unit tests of the group coordinator against a real LogManager.
 
 use super::*;
-use crate::clock::{Clock, ManualClock};
 use crate::group::OffsetCommit;
 use std::collections::BTreeMap;
+use strata_common::clock::{Clock, ManualClock};
 
 fn setup(
     sets: &[&str],
@@ -13,7 +13,7 @@ fn setup(
     Arc<GroupCoordinator>,
     BrokerConfig,
 ) {
-    setup_with_clock(sets, crate::clock::system())
+    setup_with_clock(sets, strata_common::clock::system())
 }
 
 /// As `setup`, on a clock the test moves.
@@ -25,7 +25,7 @@ fn setup_manual(sets: &[&str]) -> (tempfile::TempDir, Arc<GroupCoordinator>, Arc
 
 fn setup_with_clock(
     sets: &[&str],
-    clock: crate::clock::SharedClock,
+    clock: strata_common::clock::SharedClock,
 ) -> (
     tempfile::TempDir,
     Arc<LogManager>,
@@ -295,7 +295,7 @@ async fn offsets_and_membership_survive_reopen() {
     drop(logs);
     let logs = LogManager::open(d.path(), Arc::new(cfg.clone()), None).unwrap();
     logs.start_background(|_| {});
-    let c = GroupCoordinator::open(logs, &cfg, false, crate::clock::system()).unwrap();
+    let c = GroupCoordinator::open(logs, &cfg, false, strata_common::clock::system()).unwrap();
     c.follow_leadership_now();
     let f = c.fetch("g", None);
     assert_eq!(
@@ -356,7 +356,7 @@ async fn offsets_of_empty_groups_expire_durably() {
     drop(logs);
     let logs = LogManager::open(d.path(), Arc::new(cfg.clone()), None).unwrap();
     logs.start_background(|_| {});
-    let c = GroupCoordinator::open(logs, &cfg, false, crate::clock::system()).unwrap();
+    let c = GroupCoordinator::open(logs, &cfg, false, strata_common::clock::system()).unwrap();
     c.follow_leadership_now();
     assert!(
         c.fetch("old", None).is_empty(),
@@ -409,10 +409,15 @@ async fn the_log_cleaner_keeps_only_live_state() {
         "__consumer_offsets is a compacted topic"
     );
     // The log cleaner (docs/compaction.md) compacts it like any other.
-    let mut map = crate::log::cleaner::OffsetMap::with_memory(1 << 20);
-    let mut throttle = crate::log::cleaner::Throttle::new(f64::MAX);
+    let mut map = strata_storage::log::cleaner::OffsetMap::with_memory(1 << 20);
+    let mut throttle = strata_storage::log::cleaner::Throttle::new(f64::MAX);
     let stats = log
-        .clean(crate::clock::now_ms(), &mut map, &mut throttle, true)
+        .clean(
+            strata_common::clock::now_ms(),
+            &mut map,
+            &mut throttle,
+            true,
+        )
         .unwrap()
         .expect("a pass ran");
     assert!(stats.records_removed > 250, "{stats:?}");
@@ -428,7 +433,7 @@ async fn the_log_cleaner_keeps_only_live_state() {
     drop(logs);
     let logs = LogManager::open(d.path(), Arc::new(cfg.clone()), None).unwrap();
     logs.start_background(|_| {});
-    let c = GroupCoordinator::open(logs, &cfg, false, crate::clock::system()).unwrap();
+    let c = GroupCoordinator::open(logs, &cfg, false, strata_common::clock::system()).unwrap();
     c.follow_leadership_now();
     let f = c.fetch("g", Some(vec![("t".into(), vec![0, 1])]));
     assert_eq!((f[0].offset, f[1].offset), (298, 299));

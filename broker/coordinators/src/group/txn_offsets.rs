@@ -11,8 +11,8 @@ use kafka_protocol::ResponseError;
 use super::coordinator::{check_member, code, GroupCoordinator};
 use super::group::Group;
 use super::offsets::OffsetCommit;
-use crate::coordinator_log::CoordinatorWriteError;
-use crate::log::group_commit::CommitWait;
+use strata_cluster::coordinator_log::CoordinatorWriteError;
+use strata_storage::log::group_commit::CommitWait;
 
 /// A TxnOffsetCommit request, decoded.
 #[derive(Debug)]
@@ -82,8 +82,8 @@ impl GroupCoordinator {
                 Err(e) => {
                     let fenced = matches!(
                         e,
-                        CoordinatorWriteError::Log(crate::log::LogError::Sequence(
-                            crate::log::producer_state::SequenceError::InvalidProducerEpoch { .. }
+                        CoordinatorWriteError::Log(strata_storage::log::LogError::Sequence(
+                            strata_storage::log::producer_state::SequenceError::InvalidProducerEpoch { .. }
                         ))
                     );
                     let err = if fenced {

@@ -20,7 +20,7 @@ use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListO
 use kafka_protocol::messages::{BrokerId, FetchRequest, ListOffsetsRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::replication::client::BrokerClient;
+use strata_cluster::replication::client::BrokerClient;
 
 /// Where a partition's leader is: (node id, host, port), from the cluster view.
 pub type LeaderOf = Arc<dyn Fn(&str, i32) -> Option<(i32, String, i32)> + Send + Sync>;
@@ -124,7 +124,7 @@ async fn refresh_leader(
     marks: &RemoteWatermarks,
     clients: &mut HashMap<i32, BrokerClient>,
     budget: &mut usize,
-) -> Result<(), crate::replication::client::ClientError> {
+) -> Result<(), strata_cluster::replication::client::ClientError> {
     if !clients.contains_key(&node) {
         let c = BrokerClient::connect(
             node,
@@ -208,7 +208,7 @@ async fn batch_timestamp(
     topic: &str,
     partition: i32,
     offset: i64,
-) -> Result<Option<i64>, crate::replication::client::ClientError> {
+) -> Result<Option<i64>, strata_cluster::replication::client::ClientError> {
     let mut req = FetchRequest::default();
     req.replica_id = BrokerId(-1);
     req.max_wait_ms = 0;

@@ -22,10 +22,10 @@ use super::coordinator::{AbortCause, TransactionCoordinator};
 use super::marker_channel::{MarkerSpec, Route, SendError};
 use super::records::TxnState;
 use crate::group::OFFSETS_TOPIC;
-use crate::log::control::{Marker, MarkerType};
-use crate::log::group_commit::CommitWait;
-use crate::log::producer_state::SequenceError;
-use crate::log::{LogError, PartitionLog};
+use strata_storage::log::control::{Marker, MarkerType};
+use strata_storage::log::group_commit::CommitWait;
+use strata_storage::log::producer_state::SequenceError;
+use strata_storage::log::{LogError, PartitionLog};
 
 const RETRY_BACKOFF: Duration = Duration::from_millis(200);
 

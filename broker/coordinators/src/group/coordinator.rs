@@ -20,9 +20,9 @@ use tokio::sync::oneshot;
 use super::group::{Group, GroupState, JoinResult, Member, SyncResult};
 use super::records::{GroupValue, MemberRecord, RecordKey};
 use super::store::OffsetsLog;
-use crate::clock::SharedClock;
-use crate::config::BrokerConfig;
-use crate::log_manager::LogManager;
+use strata_common::clock::SharedClock;
+use strata_common::config::BrokerConfig;
+use strata_storage::log_manager::LogManager;
 
 /// Coordinator settings, under Kafka's broker setting names.
 #[derive(Debug, Clone)]
@@ -136,13 +136,13 @@ impl GroupCoordinator {
         broker: &BrokerConfig,
         clustered: bool,
         clock: SharedClock,
-    ) -> Result<Arc<Self>, crate::start_error::StartError> {
+    ) -> Result<Arc<Self>, strata_storage::open_error::OpenError> {
         let store = OffsetsLog::open(
             logs.clone(),
             broker.settings().offsets_topic.num_partitions,
             clustered,
         )
-        .map_err(|source| crate::start_error::OpenError::Topic {
+        .map_err(|source| strata_storage::open_error::OpenError::Topic {
             topic: super::OFFSETS_TOPIC.to_string(),
             source,
         })?;

@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use super::coordinator::{TransactionCoordinator, TxnError, TxnMetadata};
 use super::records::{decode_key, TxnValue};
-use crate::coordinator_log::Replayed;
 use crate::group::records::partition_for;
-use crate::log::LogError;
+use strata_cluster::coordinator_log::Replayed;
+use strata_storage::log::LogError;
 
 impl TransactionCoordinator {
     /// The partition of `__transaction_state` that holds `id`.

@@ -18,8 +18,8 @@ use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersRequest};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use crate::cluster::view::ClusterView;
-use crate::replication::client::BrokerClientPool;
+use strata_cluster::cluster::view::ClusterView;
+use strata_cluster::replication::client::BrokerClientPool;
 
 /// WriteTxnMarkers v1 (flexible, as Kafka 3.9 brokers send it).
 const WRITE_TXN_MARKERS_VERSION: i16 = 1;

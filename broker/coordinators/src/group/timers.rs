@@ -138,7 +138,7 @@ impl GroupCoordinator {
         for g in groups.values() {
             for ((t, p), v) in &g.offsets {
                 if v.offset >= 0
-                    && !crate::topic_name::is_internal(t)
+                    && !strata_common::topic_name::is_internal(t)
                     && self.logs.partition(t, *p).is_none()
                 {
                     out.entry((t.clone(), *p)).or_default().insert(v.offset);

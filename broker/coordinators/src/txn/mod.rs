@@ -29,4 +29,4 @@ pub use coordinator::{
 };
 pub use records::TxnState;
 
-pub use crate::topic_name::TRANSACTION_STATE_TOPIC;
+pub use strata_common::topic_name::TRANSACTION_STATE_TOPIC;

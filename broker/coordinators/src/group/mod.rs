@@ -13,7 +13,7 @@ pub mod remote_lag;
 pub mod store;
 /// The consumer protocol's embedded messages, which the coordinator
 /// otherwise treats as opaque bytes.
-pub use crate::protocol::consumer_protocol as subscription;
+pub use strata_protocol::consumer_protocol as subscription;
 pub mod timers;
 pub mod txn_offsets;
 

@@ -14,16 +14,16 @@ use kafka_protocol::records::{
 
 use super::*;
 use crate::group::OffsetCommit;
-use crate::log::batch;
-use crate::log::PartitionLog;
+use strata_storage::log::batch;
+use strata_storage::log::PartitionLog;
 
 fn setup(dir: &std::path::Path) -> (Arc<LogManager>, Arc<TransactionCoordinator>) {
-    setup_with_clock(dir, crate::clock::system())
+    setup_with_clock(dir, strata_common::clock::system())
 }
 
 fn setup_with_clock(
     dir: &std::path::Path,
-    clock: crate::clock::SharedClock,
+    clock: strata_common::clock::SharedClock,
 ) -> (Arc<LogManager>, Arc<TransactionCoordinator>) {
     let cfg = BrokerConfig::load(
         None,
@@ -222,7 +222,7 @@ async fn prepare_commit_found_on_reopen_is_completed() {
 #[tokio::test]
 async fn a_timed_out_transaction_is_aborted_with_a_bumped_epoch() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = crate::clock::ManualClock::new();
+    let clock = strata_common::clock::ManualClock::new();
     let (logs, t) = setup_with_clock(dir.path(), clock.clone());
     let p = t.init_producer_id("slow", 1, None).await.unwrap();
     t.add_partitions("slow", p.producer_id, 0, vec![("t".into(), 0)])

@@ -18,7 +18,7 @@ use super::group::{Group, JoinResult};
 use super::pending_txn::PendingTxnOffsets;
 use super::records::{GroupValue, OffsetValue, RecordKey};
 use super::store::OffsetsRecord;
-use crate::log::LogError;
+use strata_storage::log::LogError;
 
 impl GroupCoordinator {
     /// Ok when `group` is coordinated here; otherwise the error its

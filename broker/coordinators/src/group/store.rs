@@ -10,13 +10,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::records::{partition_for, RecordKey};
-use crate::coordinator_log::{CoordinatorLog, CoordinatorWriteError, Replayed};
-use crate::log::{LogError, PartitionLog};
-use crate::log_manager::{LogManager, TopicError};
+use strata_cluster::coordinator_log::{CoordinatorLog, CoordinatorWriteError, Replayed};
+use strata_storage::log::{LogError, PartitionLog};
+use strata_storage::log_manager::{LogManager, TopicError};
 
-pub use crate::coordinator_log::PendingWrite;
+pub use strata_cluster::coordinator_log::PendingWrite;
 
-pub use crate::topic_name::OFFSETS_TOPIC;
+pub use strata_common::topic_name::OFFSETS_TOPIC;
 
 #[derive(Debug)]
 pub struct OffsetsLog {

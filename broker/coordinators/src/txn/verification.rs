@@ -22,8 +22,8 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use super::TransactionCoordinator;
-use crate::cluster::records::BrokerRegistration;
-use crate::replication::client::BrokerClientPool;
+use strata_cluster::cluster::records::BrokerRegistration;
+use strata_cluster::replication::client::BrokerClientPool;
 
 /// AddPartitionsToTxn v4: the first version with `verify_only` (brokers
 /// only).

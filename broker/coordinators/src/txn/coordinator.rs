@@ -15,14 +15,14 @@ use kafka_protocol::ResponseError;
 use super::marker_channel::TxnMarkerChannel;
 use super::records::{encode_key, TxnState, TxnValue};
 use super::TRANSACTION_STATE_TOPIC;
-use crate::clock::SharedClock;
-use crate::config::BrokerConfig;
-use crate::coordinator_log::CoordinatorLog;
 use crate::group::records::partition_for;
 use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
-use crate::log::group_commit::CommitWait;
-use crate::log_manager::LogManager;
-use crate::producer_ids::ProducerIdManager;
+use strata_cluster::coordinator_log::CoordinatorLog;
+use strata_cluster::producer_ids::ProducerIdManager;
+use strata_common::clock::SharedClock;
+use strata_common::config::BrokerConfig;
+use strata_storage::log::group_commit::CommitWait;
+use strata_storage::log_manager::LogManager;
 
 /// Errors are Kafka's error codes.
 pub type TxnError = ResponseError;
@@ -167,14 +167,14 @@ impl TransactionCoordinator {
         broker: &BrokerConfig,
         clustered: bool,
         clock: SharedClock,
-    ) -> Result<Arc<Self>, crate::start_error::StartError> {
+    ) -> Result<Arc<Self>, strata_storage::open_error::OpenError> {
         let log = CoordinatorLog::open(
             logs.clone(),
             TRANSACTION_STATE_TOPIC,
             broker.settings().transaction_state_log.num_partitions,
             clustered,
         )
-        .map_err(|source| crate::start_error::OpenError::Topic {
+        .map_err(|source| strata_storage::open_error::OpenError::Topic {
             topic: TRANSACTION_STATE_TOPIC.to_string(),
             source,
         })?;
