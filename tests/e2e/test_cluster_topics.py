@@ -173,7 +173,11 @@ def test_admin_changes_from_any_broker(broker_factory, etcd):
     admin(bs[1]).delete_topics([topic])[topic].result(timeout=30)
     for b in (bs[1], bs[2]):
         wait_for("topic gone", lambda b=b: topic not in admin(b).list_topics(timeout=10).topics)
-        assert not [d for d in b.data_dir.iterdir() if d.name.startswith(topic + "-")]
+        # A broker's metadata drops the topic before its reconciler has
+        # deleted the last partition directory (as Kafka deletes logs
+        # after the metadata): wait for the directories, do not race them.
+        wait_for("the deleted topic's logs removed",
+                 lambda b=b: not [d for d in b.data_dir.iterdir() if d.name.startswith(topic + "-")])
     assert etcd.get_prefix(f"/{prefix}/partitions/{topic}/") == {}
     bs[3].start()
     wait_for("broker 3 removed the deleted topic's logs",
