@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use strata_common::metrics_family::{Family, HistogramSample, MetricSource};
 use strata_prefetch::latency::LatencyHistogram;
 
 use crate::log::group_commit::CommitLatencySink;
@@ -23,5 +24,20 @@ impl CommitLatency {
 impl CommitLatencySink for CommitLatency {
     fn record(&self, latency: Duration) {
         self.0.record(latency);
+    }
+}
+
+impl MetricSource for CommitLatency {
+    fn families(&self) -> Vec<Family> {
+        let s = self.0.snapshot();
+        vec![Family::histogram(
+            "strata_log_commit_seconds",
+            "Time from an append to the flush round that made it durable (the high watermark covering it), per round, over all partitions of user topics.",
+            HistogramSample::from_cumulative(
+                &s.cumulative_octaves(),
+                s.sum_micros as f64 / 1e6,
+                s.count(),
+            ),
+        )]
     }
 }

@@ -18,7 +18,7 @@ use axum::Router;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-pub use crate::admin::state::{BrokerParts, HttpState};
+pub use crate::admin::state::{BrokerParts, HttpState, MetricSources};
 
 pub fn router(state: HttpState) -> Router {
     Router::new()
@@ -61,17 +61,7 @@ async fn metrics(State(s): State<HttpState>) -> Response {
     let Some(p) = s.parts() else {
         return starting(&s);
     };
-    let mut families = crate::metrics::state::families(
-        &p.logs,
-        &p.commit_latency,
-        p.remote.as_deref(),
-        p.txns.as_deref(),
-        p.groups.as_deref(),
-        p.cluster.as_deref(),
-    );
-    if let Some(d) = &p.dlq {
-        families.extend(d.families());
-    }
+    let families = p.metrics.families();
     (
         [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
         crate::metrics::encode_text(families),

@@ -477,12 +477,21 @@ impl Node {
         );
         dlq.start_background(settings.dlq.check_interval);
         let server = tokio::spawn(server::serve(listener, broker.clone(), shutdown_rx.clone()));
+        // What `/metrics` reads: each component's own families.
+        let mut metrics = crate::http::MetricSources::default();
+        metrics.register(logs.clone());
+        metrics.register(txns.clone());
+        metrics.register(commit_latency);
+        if let Some(r) = &remote {
+            metrics.register(r.clone());
+        }
+        metrics.register(Arc::new(crate::remote::metrics::ObjectStoreRequests));
+        metrics.register(groups.clone());
+        metrics.register(cluster.clone());
+        metrics.register(dlq.clone());
         http_state.ready(crate::http::BrokerParts {
-            logs: logs.clone(),
-            commit_latency,
+            metrics,
             remote,
-            txns: Some(txns.clone()),
-            groups: Some(groups.clone()),
             cluster: Some(cluster.clone()),
             broker: Some(broker.clone()),
             dlq: Some(dlq),

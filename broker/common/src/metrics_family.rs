@@ -5,7 +5,9 @@
 //! each scrape; the library writes the text format, its escaping and its
 //! `# HELP` / `# TYPE` lines.
 //!
-//! Pure data and encoding: it never reads broker state itself.
+//! Pure data and encoding: it never reads broker state itself. Each
+//! component reads its own state into families (`MetricSource`), and the
+//! node registers the components `/metrics` reads at each scrape.
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
@@ -15,6 +17,33 @@ use prometheus_client::metrics::MetricType;
 
 /// A sample's labels, in order: `[("topic", "orders"), ("partition", "3")]`.
 pub type Labels = Vec<(&'static str, String)>;
+
+/// What `/metrics` reads at each scrape: a component's families, read
+/// from its own state. The node registers each component once; a scrape
+/// asks every registered source.
+pub trait MetricSource: Send + Sync {
+    fn families(&self) -> Vec<Family>;
+}
+
+/// A family's name, kind and help, as the components' tables write them.
+pub type Def = (&'static str, Kind, &'static str);
+
+impl Family {
+    /// An empty family from its definition.
+    pub fn of(&(name, kind, help): &Def) -> Self {
+        Family::new(kind, name, help)
+    }
+
+    /// A family of one unlabelled sample, from its definition.
+    pub fn one_of(&(name, kind, help): &Def, value: f64) -> Self {
+        Family::one(kind, name, help, value)
+    }
+}
+
+/// A counter's or gauge's value from an atomic.
+pub fn value_of(a: &std::sync::atomic::AtomicU64) -> f64 {
+    a.load(std::sync::atomic::Ordering::Relaxed) as f64
+}
 
 /// The labels of a partition's samples.
 pub fn partition_labels(topic: &str, partition: i32) -> Labels {

@@ -6,25 +6,42 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::error::ApiError;
 use super::token::Token;
-use crate::group::coordinator::GroupCoordinator;
-use crate::log_manager::LogManager;
+use crate::metrics::family::{Family, MetricSource};
 use crate::remote::TieredStorage;
-use crate::txn::TransactionCoordinator;
 
 /// What the API reads once the broker has started.
 #[derive(Debug, Clone)]
 pub struct BrokerParts {
-    pub logs: Arc<LogManager>,
-    /// User topics' commit latencies (`strata_log_commit_seconds`).
-    pub commit_latency: Arc<crate::commit_latency::CommitLatency>,
+    /// The components `/metrics` reads, as the node registered them.
+    pub metrics: MetricSources,
     pub remote: Option<Arc<TieredStorage>>,
-    pub txns: Option<Arc<TransactionCoordinator>>,
-    pub groups: Option<Arc<GroupCoordinator>>,
     pub cluster: Option<Arc<crate::cluster::Cluster>>,
     /// What the admin API works through (None in tests of /metrics alone).
     pub broker: Option<Arc<crate::server::Broker>>,
     /// The dead-letter monitor (counts per reason, warnings).
     pub dlq: Option<Arc<crate::dlq::monitor::DlqMonitor>>,
+}
+
+/// The components registered for `/metrics`, in the order their families
+/// are written.
+#[derive(Clone, Default)]
+pub struct MetricSources(Vec<Arc<dyn MetricSource>>);
+
+impl MetricSources {
+    pub fn register(&mut self, source: Arc<dyn MetricSource>) {
+        self.0.push(source);
+    }
+
+    /// Every registered component's families, read now.
+    pub fn families(&self) -> Vec<Family> {
+        self.0.iter().flat_map(|s| s.families()).collect()
+    }
+}
+
+impl std::fmt::Debug for MetricSources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MetricSources({} registered)", self.0.len())
+    }
 }
 
 #[derive(Debug, Default)]

@@ -23,7 +23,7 @@ use serde::Serialize;
 use super::reasons;
 use crate::group::coordinator::GroupCoordinator;
 use crate::log_manager::LogManager;
-use crate::metrics::family::{partition_labels, Family};
+use crate::metrics::family::{partition_labels, Family, MetricSource};
 
 /// Bytes read per partition per pass; the rest waits for the next pass.
 const MAX_BYTES_PER_PASS: usize = 4 << 20;
@@ -387,9 +387,24 @@ impl DlqMonitor {
             })
             .collect()
     }
+}
 
-    /// `/metrics` families.
-    pub fn families(&self) -> Vec<Family> {
+fn retention_text(ms: i64) -> String {
+    if ms < 0 {
+        return "ever".into();
+    }
+    let s = ms / 1000;
+    match s {
+        0..=119 => format!("{s} s"),
+        120..=7199 => format!("{} min", s / 60),
+        7200..=172_799 => format!("{} h", s / 3600),
+        _ => format!("{} days", s / 86_400),
+    }
+}
+
+/// `/metrics` families: dead letters per topic and reason, and the warnings.
+impl MetricSource for DlqMonitor {
+    fn families(&self) -> Vec<Family> {
         let s = self.lock();
         let mut records = Family::counter(
             "strata_dlq_records_total",
@@ -426,18 +441,5 @@ impl DlqMonitor {
             );
         }
         vec![records, age, short]
-    }
-}
-
-fn retention_text(ms: i64) -> String {
-    if ms < 0 {
-        return "ever".into();
-    }
-    let s = ms / 1000;
-    match s {
-        0..=119 => format!("{s} s"),
-        120..=7199 => format!("{} min", s / 60),
-        7200..=172_799 => format!("{} h", s / 3600),
-        _ => format!("{} days", s / 86_400),
     }
 }

@@ -1,19 +1,20 @@
 //! The broker's Prometheus metrics, written by the Prometheus client
 //! library (`prometheus-client`, text format 0.0.4): live instruments
-//! recorded on the request path (`requests`), and families read from the
-//! broker's state at each scrape (`family`; error codes in responses,
-//! `errors`; the partition, tiering and
-//! historical-read families in `state`, the cluster's in
-//! `crate::cluster::metrics`). Names are `strata_*` with their unit in the
-//! name, as Prometheus asks.
+//! recorded on the request path (`requests`; error codes in responses,
+//! `errors`), and families each component reads from its own state at
+//! each scrape (`family::MetricSource`: the log manager's partitions and
+//! cleaner in `log_manager/metrics.rs`, the coordinators' in
+//! `group/metrics.rs` and `txn/metrics.rs`, tiering and the historical
+//! read path in `remote/metrics.rs`, the cluster's in `cluster/metrics.rs`,
+//! the commit latency and the DLQ monitor's). The node registers the
+//! components; `/metrics` asks each. Names are `strata_*` with their unit
+//! in the name, as Prometheus asks.
 //!
 //! It only reads: no scrape changes broker state.
 
 pub mod errors;
 pub use strata_common::metrics_family as family;
-pub mod groups;
 pub mod requests;
-pub mod state;
 
 use prometheus_client::registry::Registry;
 

@@ -10,6 +10,7 @@
 pub mod adaptive_rate;
 pub mod compaction_part;
 pub mod local_log_view;
+pub mod metrics;
 pub mod reads;
 pub mod recovery;
 pub mod remote_log_reader;

@@ -5,7 +5,7 @@
 //! and expands, follower lag). Read-only.
 
 use super::Cluster;
-use strata_common::metrics_family::{partition_labels, Family, Kind, Labels};
+use strata_common::metrics_family::{partition_labels, Family, Kind, Labels, MetricSource};
 
 fn family(
     kind: Kind,
@@ -24,7 +24,13 @@ fn with_replica(labels: &Labels, replica: i32) -> Labels {
     l
 }
 
-pub fn families(c: &Cluster) -> Vec<Family> {
+impl MetricSource for Cluster {
+    fn families(&self) -> Vec<Family> {
+        families(self)
+    }
+}
+
+fn families(c: &Cluster) -> Vec<Family> {
     let snap = c.view.snapshot();
     let mut out = Vec::new();
     let one = |v: f64| vec![(Vec::new(), v)];

@@ -6,6 +6,7 @@ pub mod group;
 pub mod join;
 pub mod lag;
 pub mod loading;
+pub mod metrics;
 pub mod offsets;
 pub mod pending_txn;
 pub mod records;

@@ -21,6 +21,7 @@ pub mod completion;
 pub mod coordinator;
 pub mod loading;
 pub mod marker_channel;
+pub mod metrics;
 pub mod records;
 pub mod verification;
 

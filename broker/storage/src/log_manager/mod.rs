@@ -28,6 +28,7 @@ use strata_common::config::{self, BrokerConfig, TopicConfig};
 use strata_common::durable_file::{fsync_dir, write_atomically};
 
 mod hosted;
+pub mod metrics;
 mod restore;
 mod topic;
 
