@@ -11,18 +11,18 @@
 //! group coordinator), so the API can never do what a Kafka client could
 //! not; it owns no state and never calls a handler.
 
-pub mod auth;
-pub mod console;
-pub mod dlq;
-pub mod error;
-pub mod groups;
-pub mod offsets_reset;
-pub mod priority;
-pub mod state;
-pub mod status;
-pub mod tiering;
+pub(crate) mod auth;
+pub(crate) mod console;
+pub(crate) mod dlq;
+pub(crate) mod error;
+pub(crate) mod groups;
+pub(crate) mod offsets_reset;
+pub(crate) mod priority;
+pub(crate) mod state;
+pub(crate) mod status;
+pub(crate) mod tiering;
 pub mod token;
-pub mod topics;
+pub(crate) mod topics;
 
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};

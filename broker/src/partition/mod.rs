@@ -40,7 +40,6 @@ use crate::txn::verification::TxnVerifier;
 use crate::txn::{TransactionCoordinator, TRANSACTION_STATE_TOPIC};
 
 pub use append::{AppendOutcome, AppendRequest, PendingAppend};
-pub use errors::AppendFailure;
 
 #[derive(Debug)]
 pub struct ReplicaManager {

@@ -19,6 +19,8 @@ use crate::partition::fetch::{
 };
 use crate::server::Broker;
 
+/// A fetch from a client that sent no id (the handler tests).
+#[cfg(test)]
 pub async fn handle(req: FetchRequest, version: i16, b: &Broker) -> FetchResponse {
     handle_for(req, version, b, &Client::default())
         .await
