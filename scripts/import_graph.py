@@ -180,6 +180,14 @@ FIELDS = [
      re.compile(r"\b(?:Instant::now|SystemTime::now|clock::now_ms)\(\)|(?<![\w.])now_ms\(\)|\.elapsed\(\)"),
      "the coordinators read time from their injected clock (self.clock), so tests"
      " move time instead of sleeping (clock.rs)"),
+    ("broker/storage", ["log/*.rs", "log_manager/*.rs"],
+     re.compile(r"\b(?:SystemTime::now|clock::now_ms)\(\)|(?<![\w.])now_ms\(\)"),
+     "the log reads wall time (timestamps, retention, segment.ms, compaction lag)"
+     " from the log manager's clock (self.clock), never the machine's"),
+    ("broker/storage", ["log/replicas.rs", "log/replica_state.rs"],
+     re.compile(r"\b(?:Instant::now|SystemTime::now)\(\)|\.elapsed\(\)"),
+     "follower progress and the ISR's lag are read on the log's clock (self.clock),"
+     " so tests move time instead of sleeping"),
 ]
 
 

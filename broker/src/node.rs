@@ -54,7 +54,7 @@ pub struct NodeOptions {
     /// The metadata store's URL (default: embedded, a single broker).
     pub metadata: Option<String>,
     pub config: Arc<BrokerConfig>,
-    /// The coordinators' clock.
+    /// The clock of the logs and the coordinators.
     pub clock: SharedClock,
 }
 
@@ -211,12 +211,13 @@ impl Node {
         let data_dir = opts.data_dir.clone();
         let cfg = config.clone();
         let commit_latency = Arc::new(crate::commit_latency::CommitLatency::default());
-        let sink = commit_latency.clone();
-        let logs =
-            tokio::task::spawn_blocking(move || LogManager::open(&data_dir, cfg, Some(sink)))
-                .await
-                .ctx("log loading task failed")?
-                .with_ctx(|| format!("cannot open data directory {}", opts.data_dir.display()))?;
+        let (sink, clock) = (commit_latency.clone(), opts.clock.clone());
+        let logs = tokio::task::spawn_blocking(move || {
+            LogManager::open(&data_dir, cfg, Some(sink), clock)
+        })
+        .await
+        .ctx("log loading task failed")?
+        .with_ctx(|| format!("cannot open data directory {}", opts.data_dir.display()))?;
 
         if clustered {
             let (claimed, _first) =
@@ -258,10 +259,16 @@ impl Node {
                 std::process::id(),
                 opts.data_dir.display()
             );
-            let remote =
-                TieredStorage::new(&bucket, config.clone(), &dynamic, &opts.data_dir, &owner)
-                    .await
-                    .ctx("starting the historical read path")?;
+            let remote = TieredStorage::new(
+                &bucket,
+                config.clone(),
+                &dynamic,
+                &opts.data_dir,
+                &owner,
+                opts.clock.clone(),
+            )
+            .await
+            .ctx("starting the historical read path")?;
             if fresh {
                 // In a cluster the store's topics come back through
                 // replication (a replica starts at the bucket's end); only

@@ -17,12 +17,14 @@
 //! uses `catalog` only; the partition log is reached through
 //! [`manager::LocalLog`].
 
+pub mod clock;
 pub mod compaction;
 pub mod error;
 pub mod manager;
 pub mod policy;
 pub mod upload;
 
+pub use clock::{SystemWallClock, WallClock};
 pub use compaction::CompactionLease;
 pub use error::TieringError;
 pub use manager::{LocalLog, ManagerOptions, PartitionStats, RemoteLogManager, RemotePartition};

@@ -27,6 +27,7 @@ use strata_catalog::{
 use tokio::sync::{Notify, Semaphore};
 use tracing::Instrument;
 
+use crate::clock::{SystemWallClock, WallClock};
 use crate::error::TieringError;
 use crate::policy::{LocalSegmentInfo, TieringPolicy};
 use crate::upload::{upload_segment, SealedSegment, UploadOptions};
@@ -111,6 +112,8 @@ pub struct ManagerOptions {
     pub upload: UploadOptions,
     /// Manifest versions kept by garbage collection.
     pub manifest_versions_kept: usize,
+    /// What rounds measure retention and `segment.ms` against.
+    pub clock: Arc<dyn WallClock>,
 }
 
 impl Default for ManagerOptions {
@@ -120,6 +123,7 @@ impl Default for ManagerOptions {
             max_concurrent_uploads: 4,
             upload: UploadOptions::default(),
             manifest_versions_kept: 10,
+            clock: Arc::new(SystemWallClock),
         }
     }
 }
@@ -191,13 +195,6 @@ pub struct RemoteLogManager {
     uploads: Arc<Semaphore>,
     partitions: Mutex<HashMap<(String, i32), Arc<RemotePartition>>>,
     store_available: AtomicBool,
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 impl RemoteLogManager {
@@ -433,7 +430,7 @@ impl PartitionTask {
     /// never claims or writes with a leadership it no longer has.
     async fn round(&mut self, role: Role) {
         let policy = self.log.policy();
-        let now = now_ms();
+        let now = self.mgr.opts.clock.now_ms();
         let epoch = match role {
             Role::Writer(epoch) => epoch,
             Role::Follower => {

@@ -310,6 +310,7 @@ async fn start(
                 ..Default::default()
             },
             manifest_versions_kept: 3,
+            ..Default::default()
         },
     );
     let plog = Arc::new(ProcessLog {

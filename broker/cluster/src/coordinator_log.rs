@@ -19,7 +19,6 @@ use kafka_protocol::records::{Compression, RecordBatchDecoder};
 use kafka_protocol::ResponseError;
 
 use crate::coordinator_ownership::{Changes, Ownership};
-use strata_common::clock::now_ms;
 use strata_common::config::settings::InternalTopicSettings;
 use strata_common::config::{BrokerConfig, BrokerSettings};
 use strata_storage::log::batch::{self, BatchScanner};
@@ -274,7 +273,7 @@ impl CoordinatorLog {
                 return Err(CoordinatorWriteError::NotEnoughReplicas { in_sync, min });
             }
         }
-        let now = now_ms();
+        let now = log.clock().now_ms();
         let plain: Vec<_> = records
             .iter()
             .map(|(k, v)| (Some(k.clone()), v.clone(), now))

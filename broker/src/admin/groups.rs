@@ -132,7 +132,7 @@ pub fn not_coordinator(b: &Broker, group: &str) -> ApiError {
 fn lag_by_partition(b: &Broker, group: &str) -> HashMap<(String, i32), PartitionLag> {
     b.groups
         .lag
-        .snapshot(crate::clock::now_ms())
+        .snapshot(b.logs.clock().now_ms())
         .into_iter()
         .filter(|((g, _, _), _)| g == group)
         .map(|((_, t, p), l)| ((t, p), l))

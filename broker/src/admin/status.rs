@@ -50,7 +50,7 @@ pub async fn get(State(s): State<HttpState>) -> ApiResult<Json<BrokerStatus>> {
     let topics = b.logs.topics();
     let logs: Vec<_> = topics.iter().flat_map(|t| t.partitions()).collect();
     let local_bytes: u64 = logs.iter().map(|l| l.size_bytes()).sum();
-    let now = crate::clock::now_ms();
+    let now = b.logs.clock().now_ms();
     Ok(Json(BrokerStatus {
         node_id: b.node_id,
         cluster_id: b.logs.cluster_id().to_string(),

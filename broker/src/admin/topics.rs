@@ -89,7 +89,7 @@ fn remote_enabled(b: &Broker, name: &str) -> bool {
 
 pub async fn list(State(st): State<HttpState>) -> ApiResult<Json<TopicList>> {
     let b = st.broker()?;
-    let now = crate::clock::now_ms();
+    let now = b.logs.clock().now_ms();
     let tiered = tiering::index(b.remote.as_deref());
     let mut topics: Vec<TopicSummary> = topic_admin::all_topics(&b)
         .into_iter()
@@ -155,7 +155,7 @@ pub async fn detail(b: &Broker, name: &str) -> ApiResult<TopicDetail> {
         }
     };
     let configs = configs(b, name).await?;
-    let now = crate::clock::now_ms();
+    let now = b.logs.clock().now_ms();
     let tiered = tiering::index(b.remote.as_deref());
     let mut partitions: Vec<PartitionDetail> = t
         .partitions

@@ -121,7 +121,7 @@ impl DlqMonitor {
 
     /// One pass: count new records, then check the warnings.
     pub fn scan_once(&self) {
-        let now = crate::clock::now_ms();
+        let now = self.logs.clock().now_ms();
         let topics: Vec<_> = self
             .logs
             .topics()

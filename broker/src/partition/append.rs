@@ -21,7 +21,6 @@ use strata_format::validator::{self, AppendPolicy, TimestampPolicy, ValidationEr
 
 use super::errors::{self, AppendFailure};
 use super::ReplicaManager;
-use crate::clock::now_ms;
 use crate::config::TimestampType;
 use crate::log::group_commit::CommitWait;
 use crate::log::{AppendOrigin, PartitionLog};
@@ -380,7 +379,7 @@ fn append_partition(
         ));
     }
     let policy = AppendPolicy {
-        now_ms: now_ms(),
+        now_ms: log.clock().now_ms(),
         timestamps: match cfg.message_timestamp_type {
             TimestampType::LogAppendTime => TimestampPolicy::LogAppendTime,
             TimestampType::CreateTime => TimestampPolicy::CreateTime {

@@ -112,7 +112,7 @@ fn tiered_log_with(
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
     let cfg = SharedConfig::new(TopicConfig::resolve(&broker, &overrides));
-    let log = PartitionLog::create(dir.path(), "t", 0, cfg).unwrap();
+    let log = PartitionLog::create(dir.path(), "t", 0, cfg, crate::clock::system()).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -407,6 +407,7 @@ fn a_read_planned_before_a_swap_is_served_after_it() {
                 &dynamic,
                 dir.path(),
                 "test-broker",
+                crate::clock::system(),
             ))
             .unwrap();
         let manager = ts.manager.clone();

@@ -25,6 +25,7 @@ use strata_prefetch::governor::Governor;
 use strata_prefetch::{PrefetchConfig, PrefetchError, Prefetcher};
 use strata_tiering::{ManagerOptions, RemoteLogManager, RemotePartition, UploadOptions};
 
+use crate::clock::SharedClock;
 use crate::config::dynamic::{DynamicConfigs, DynamicSettings};
 use crate::config::BrokerConfig;
 use crate::log_manager::Topic;
@@ -39,6 +40,17 @@ pub enum TieredStorageError {
     Bucket(#[from] strata_catalog::BucketError),
     #[error("historical read path: {0}")]
     Prefetch(#[from] PrefetchError),
+}
+
+/// The broker's clock as the tiering manager reads it (wall time for
+/// retention and `segment.ms`): the logs' clock.
+#[derive(Debug)]
+struct TieringClock(SharedClock);
+
+impl strata_tiering::WallClock for TieringClock {
+    fn now_ms(&self) -> i64 {
+        self.0.now_ms()
+    }
 }
 
 /// The broker's tiered storage: tiering manager, remote reader, and the
@@ -63,6 +75,7 @@ impl TieredStorage {
         dynamic: &DynamicConfigs,
         data_dir: &std::path::Path,
         owner: &str,
+        clock: SharedClock,
     ) -> Result<Arc<Self>, TieredStorageError> {
         let s = &broker.settings().remote;
         let opts = ManagerOptions {
@@ -74,6 +87,7 @@ impl TieredStorage {
                 ..UploadOptions::default()
             },
             manifest_versions_kept: 10,
+            clock: Arc::new(TieringClock(clock)),
         };
         let now = dynamic.settings();
         let prefetch = PrefetchConfig {

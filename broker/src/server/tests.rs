@@ -31,7 +31,7 @@ async fn broker(dir: &std::path::Path) -> Broker {
         )
         .unwrap(),
     );
-    let logs = LogManager::open(dir, config.clone(), None).unwrap();
+    let logs = LogManager::open(dir, config.clone(), None, crate::clock::system()).unwrap();
     logs.create_topic("t", 2, 1, BTreeMap::new(), false)
         .unwrap();
     let groups =

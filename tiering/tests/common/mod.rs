@@ -248,6 +248,7 @@ pub fn manager(store: Arc<dyn ObjectStore>, owner: &str) -> Arc<RemoteLogManager
                 ..Default::default()
             },
             manifest_versions_kept: 3,
+            ..Default::default()
         },
     )
 }

@@ -189,7 +189,7 @@ fn times() -> SessionTimes {
 fn data_dir() -> Arc<LogManager> {
     let dir = tempfile::tempdir().unwrap().keep();
     let config = Arc::new(strata_common::config::BrokerConfig::load(None, &[]).unwrap());
-    LogManager::open(&dir, config, None).unwrap()
+    LogManager::open(&dir, config, None, strata_common::clock::system()).unwrap()
 }
 
 async fn join(store: &Arc<dyn ClusterStore>, node_id: i32) -> (Cluster, watch::Sender<bool>) {

@@ -13,8 +13,22 @@ fn two_logs() -> (tempfile::TempDir, Arc<PartitionLog>, Arc<PartitionLog>) {
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerConfig::load(None, &[]).unwrap();
     let cfg = SharedConfig::new(TopicConfig::resolve(&broker, &BTreeMap::new()));
-    let leader = PartitionLog::create(&dir.path().join("a"), "t", 0, cfg.clone()).unwrap();
-    let follower = PartitionLog::create(&dir.path().join("b"), "t", 0, cfg).unwrap();
+    let leader = PartitionLog::create(
+        &dir.path().join("a"),
+        "t",
+        0,
+        cfg.clone(),
+        strata_common::clock::system(),
+    )
+    .unwrap();
+    let follower = PartitionLog::create(
+        &dir.path().join("b"),
+        "t",
+        0,
+        cfg,
+        strata_common::clock::system(),
+    )
+    .unwrap();
     (dir, leader, follower)
 }
 

@@ -39,7 +39,7 @@ fn setup_with_clock(
     ];
     all.extend(sets.iter().map(|s| s.to_string()));
     let cfg = BrokerConfig::load(None, &all).unwrap();
-    let logs = LogManager::open(dir.path(), Arc::new(cfg.clone()), None).unwrap();
+    let logs = LogManager::open(dir.path(), Arc::new(cfg.clone()), None, clock.clone()).unwrap();
     logs.create_topic("t", 2, 1, BTreeMap::new(), false)
         .unwrap();
     let c = GroupCoordinator::open(logs.clone(), &cfg, false, clock).unwrap();
@@ -60,6 +60,20 @@ fn join_req(member: &str, instance: Option<&str>) -> JoinRequest {
         protocols: vec![("range".into(), Bytes::from_static(b"m"))],
         require_known_member_id: true,
         supports_skip_assignment: false,
+    }
+}
+
+/// Waits (with a deadline) until group "g" is in `state`: a join spawned
+/// onto this runtime has reached the coordinator once it is.
+async fn until_state(c: &GroupCoordinator, state: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while c.describe("g").state != state {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "group g never reached {state}: {}",
+            c.describe("g").state
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
 
@@ -90,7 +104,7 @@ async fn two_members_join_sync_and_commit() {
     // A second member triggers a rebalance; A learns it from its heartbeat.
     let c2 = c.clone();
     let b_task = tokio::spawn(async move { join_new(&c2).await });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    until_state(&c, "PreparingRebalance").await;
     assert_eq!(
         c.heartbeat("g", &a.member_id, None, 1),
         ResponseError::RebalanceInProgress.code()
@@ -172,7 +186,7 @@ async fn static_member_rejoin_keeps_generation_and_fences_old_id() {
     .await;
     let c2 = c.clone();
     let b_task = tokio::spawn(async move { c2.join(join_req("", Some("i-b"))).await });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    until_state(&c, "PreparingRebalance").await;
     let a2 = c.join(join_req(&a.member_id, Some("i-a"))).await;
     let b = b_task.await.unwrap();
     let c2 = c.clone();
@@ -293,7 +307,13 @@ async fn offsets_and_membership_survive_reopen() {
     drop(c);
     logs.shutdown().unwrap();
     drop(logs);
-    let logs = LogManager::open(d.path(), Arc::new(cfg.clone()), None).unwrap();
+    let logs = LogManager::open(
+        d.path(),
+        Arc::new(cfg.clone()),
+        None,
+        strata_common::clock::system(),
+    )
+    .unwrap();
     logs.start_background(|_| {});
     let c = GroupCoordinator::open(logs, &cfg, false, strata_common::clock::system()).unwrap();
     c.follow_leadership_now();
@@ -354,7 +374,13 @@ async fn offsets_of_empty_groups_expire_durably() {
     drop(c);
     logs.shutdown().unwrap();
     drop(logs);
-    let logs = LogManager::open(d.path(), Arc::new(cfg.clone()), None).unwrap();
+    let logs = LogManager::open(
+        d.path(),
+        Arc::new(cfg.clone()),
+        None,
+        strata_common::clock::system(),
+    )
+    .unwrap();
     logs.start_background(|_| {});
     let c = GroupCoordinator::open(logs, &cfg, false, strata_common::clock::system()).unwrap();
     c.follow_leadership_now();
@@ -431,7 +457,13 @@ async fn the_log_cleaner_keeps_only_live_state() {
     drop(log);
     logs.shutdown().unwrap();
     drop(logs);
-    let logs = LogManager::open(d.path(), Arc::new(cfg.clone()), None).unwrap();
+    let logs = LogManager::open(
+        d.path(),
+        Arc::new(cfg.clone()),
+        None,
+        strata_common::clock::system(),
+    )
+    .unwrap();
     logs.start_background(|_| {});
     let c = GroupCoordinator::open(logs, &cfg, false, strata_common::clock::system()).unwrap();
     c.follow_leadership_now();

@@ -34,7 +34,13 @@ fn setup_with_clock(
         ],
     )
     .unwrap();
-    let logs = LogManager::open(dir, Arc::new(cfg.clone()), None).unwrap();
+    let logs = LogManager::open(
+        dir,
+        Arc::new(cfg.clone()),
+        None,
+        strata_common::clock::system(),
+    )
+    .unwrap();
     if logs.topic("t").is_none() {
         logs.create_topic("t", 2, 1, BTreeMap::new(), false)
             .unwrap();
@@ -84,7 +90,8 @@ async fn produce_txn(log: &PartitionLog, pid: i64, epoch: i16, seq: i32) -> i64 
 }
 
 async fn wait_state(t: &TransactionCoordinator, id: &str, state: TxnState) -> TxnMetadata {
-    for _ in 0..200 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
         if let Some(m) = t.describe(id).filter(|m| m.state == state) {
             return m;
         }

@@ -96,7 +96,8 @@ fn clean(log: &PartitionLog, now: i64) -> Option<CleanStats> {
 
 /// 100 keys, each written 10 times over 10 segments, then a fresh segment.
 fn updated_log(dir: &std::path::Path, c: Compression) -> Arc<PartitionLog> {
-    let log = PartitionLog::create(dir, "t", 0, config(&[])).unwrap();
+    let log =
+        PartitionLog::create(dir, "t", 0, config(&[]), strata_common::clock::system()).unwrap();
     for round in 0..10 {
         for chunk in 0..4 {
             let recs: Vec<_> = (chunk * 25..chunk * 25 + 25)
@@ -194,8 +195,17 @@ fn a_restart_reads_compaction_gaps_as_gaps_not_loss() {
     log.close().unwrap();
     drop(log);
     for clean_shutdown in [false, true] {
-        let log = PartitionLog::open(dir.path(), "t", 0, config(&[]), None, None, clean_shutdown)
-            .unwrap();
+        let log = PartitionLog::open(
+            dir.path(),
+            "t",
+            0,
+            config(&[]),
+            None,
+            None,
+            clean_shutdown,
+            strata_common::clock::system(),
+        )
+        .unwrap();
         log.flush().unwrap();
         assert_eq!(read_all(&log), before, "clean_shutdown={clean_shutdown}");
         log.close().unwrap();
@@ -214,7 +224,17 @@ fn an_interrupted_pass_loses_nothing() {
     let tmp = pdir.join(TMP_DIR);
     fs::create_dir_all(&tmp).unwrap();
     fs::write(tmp.join("00000000000000000000.log"), b"partial").unwrap();
-    let log = PartitionLog::open(dir.path(), "t", 0, config(&[]), None, None, true).unwrap();
+    let log = PartitionLog::open(
+        dir.path(),
+        "t",
+        0,
+        config(&[]),
+        None,
+        None,
+        true,
+        strata_common::clock::system(),
+    )
+    .unwrap();
     log.flush().unwrap();
     assert!(!tmp.exists());
     assert_eq!(read_all(&log).len(), 1000);
@@ -229,6 +249,7 @@ fn the_active_segment_and_young_segments_are_not_cleaned() {
         "t",
         0,
         config(&["log.cleaner.min.compaction.lag.ms=3600000"]),
+        strata_common::clock::system(),
     )
     .unwrap();
     for _ in 0..5 {
@@ -244,7 +265,14 @@ fn the_active_segment_and_young_segments_are_not_cleaned() {
     assert_eq!(read_all(&log).len(), 1);
 
     // Records in the active segment stay, whatever their key.
-    let log2 = PartitionLog::create(&dir.path().join("b"), "t", 0, config(&[])).unwrap();
+    let log2 = PartitionLog::create(
+        &dir.path().join("b"),
+        "t",
+        0,
+        config(&[]),
+        strata_common::clock::system(),
+    )
+    .unwrap();
     for _ in 0..5 {
         put(&log2, &[("k".into(), Some("v".into()))], Compression::None);
     }
@@ -264,6 +292,7 @@ fn max_compaction_lag_rolls_the_active_segment() {
         "t",
         0,
         config(&["log.cleaner.max.compaction.lag.ms=1000"]),
+        strata_common::clock::system(),
     )
     .unwrap();
     assert_eq!(log.config().max_segment_ms(), 1000);
@@ -282,6 +311,7 @@ fn max_compaction_lag_rolls_the_active_segment() {
             "log.cleanup.policy=delete",
             "log.cleaner.max.compaction.lag.ms=1000",
         ]),
+        strata_common::clock::system(),
     )
     .unwrap();
     put(&plain, &[("k".into(), Some("v".into()))], Compression::None);
@@ -306,6 +336,7 @@ fn compact_delete_keeps_the_latest_value_of_each_key_within_the_delete_window() 
             "log.cleanup.policy=compact,delete",
             "log.retention.ms=60000",
         ]),
+        strata_common::clock::system(),
     )
     .unwrap();
     let now = strata_common::clock::now_ms();
@@ -345,6 +376,7 @@ fn compact_delete_keeps_the_latest_value_of_each_key_within_the_delete_window() 
         "t",
         0,
         config(&["log.cleanup.policy=compact", "log.retention.ms=60000"]),
+        strata_common::clock::system(),
     )
     .unwrap();
     put_at(&log, &keys("old"), Compression::None, now - 120_000);
@@ -422,7 +454,14 @@ fn data_and_markers(log: &PartitionLog) -> (Vec<(i64, String, String)>, usize) {
 #[test]
 fn aborted_records_are_removed_and_never_hide_a_committed_value() {
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(dir.path(), "t", 0, config(&[])).unwrap();
+    let log = PartitionLog::create(
+        dir.path(),
+        "t",
+        0,
+        config(&[]),
+        strata_common::clock::system(),
+    )
+    .unwrap();
     put(
         &log,
         &[
@@ -461,7 +500,14 @@ fn aborted_records_are_removed_and_never_hide_a_committed_value() {
 #[test]
 fn a_segment_holding_an_open_transaction_is_not_cleaned() {
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(dir.path(), "t", 0, config(&[])).unwrap();
+    let log = PartitionLog::create(
+        dir.path(),
+        "t",
+        0,
+        config(&[]),
+        strata_common::clock::system(),
+    )
+    .unwrap();
     put_txn(&log, 9, &[("a", "open")]); // 0: open, may still abort
     put(
         &log,

@@ -15,12 +15,14 @@ use super::partition_log::{LogError, PartitionLog};
 /// dirtiest due log of `logs()` and waiting `log.cleaner.backoff.ms`
 /// when none is due. Each thread first calls `lower_priority` with
 /// `log.cleaner.threads.nice` (the caller's way to lower a thread's
-/// priority; the log knows no scheduler). The threads run until
-/// `Cleaners::stop`.
+/// priority; the log knows no scheduler). A pass reads `clock` for what
+/// is due (`min.compaction.lag.ms`, `delete.retention.ms`). The threads
+/// run until `Cleaners::stop`.
 pub fn start_cleaners(
     settings: &strata_common::config::settings::CleanerSettings,
     logs: impl Fn() -> Vec<Arc<PartitionLog>> + Send + Sync + 'static,
     lower_priority: fn(i32),
+    clock: strata_common::clock::SharedClock,
 ) -> Cleaners {
     let threads = settings.threads;
     let memory = settings.dedupe_buffer_size;
@@ -35,6 +37,7 @@ pub fn start_cleaners(
         let logs = logs.clone();
         let stop = stop.clone();
         let exited_tx = exited_tx.clone();
+        let clock = clock.clone();
         let started = std::thread::Builder::new()
             .name("strata-log-cleaner".into())
             .spawn(move || {
@@ -44,7 +47,7 @@ pub fn start_cleaners(
                 let mut map = OffsetMap::with_memory(memory / threads);
                 while !stop.is_set() {
                     let mut throttle = Throttle::new(rate / threads as f64);
-                    let now = strata_common::clock::now_ms();
+                    let now = clock.now_ms();
                     if !clean_dirtiest(&logs(), now, &mut map, &mut throttle) {
                         stop.wait(backoff);
                     }
@@ -188,7 +191,7 @@ mod tests {
             backoff: Duration::from_secs(3600),
             threads_nice: 0,
         };
-        let cleaners = start_cleaners(&settings, Vec::new, |_| {});
+        let cleaners = start_cleaners(&settings, Vec::new, |_| {}, strata_common::clock::system());
         assert_eq!(cleaners.stop(Duration::from_secs(30)), 0);
     }
 }

@@ -17,7 +17,6 @@ use super::partition_log::{settings, LogError, LogInner, PartitionLog};
 use super::producer_state::{rebuild_producer_state, ProducerStateManager};
 use super::segment::LogSegment;
 use super::txn_index::AbortedTxn;
-use strata_common::clock::now_ms;
 
 impl PartitionLog {
     /// Appends `records` (whole batches from the leader of `epoch`, the
@@ -28,7 +27,7 @@ impl PartitionLog {
     /// Returns the new log end. The caller makes it durable
     /// ([`Self::flush`]).
     pub fn append_as_follower(&self, records: &[u8], epoch: i32) -> Result<i64, LogError> {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let mut inner = self.lock_open()?;
         self.check_follower_epoch(&inner, epoch)?;
         let mut scanner = BatchScanner::new(records, true);
@@ -156,7 +155,9 @@ impl PartitionLog {
             file.set_len(cut)?;
             file.sync_data()?;
             drop(file);
-            let (seg, _) = LogSegment::open(self.dir(), keep, settings(&cfg), true)?;
+            let (mut seg, _) = LogSegment::open(self.dir(), keep, settings(&cfg), true)?;
+            // The active segment now.
+            seg.mark_reopened(self.clock.now_ms());
             inner.segments.insert(keep, seg);
         }
         let end = end.max(inner.log_start_offset);

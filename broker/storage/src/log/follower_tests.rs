@@ -9,6 +9,7 @@ use crate::log::batch::{self, testing, BatchHeader};
 use crate::log::partition_log::{LogError, PartitionLog, SharedConfig};
 use crate::log::read::Isolation;
 use crate::log::replica_state::IsrReview;
+use strata_common::clock::{ManualClock, SharedClock};
 use strata_common::config::{BrokerConfig, TopicConfig};
 
 fn config(sets: &[&str]) -> Arc<SharedConfig> {
@@ -66,10 +67,19 @@ fn all_bytes(log: &PartitionLog) -> Vec<u8> {
 }
 
 fn two_logs(sets: &[&str]) -> (tempfile::TempDir, Arc<PartitionLog>, Arc<PartitionLog>) {
+    two_logs_on(sets, strata_common::clock::system())
+}
+
+/// As `two_logs`, both logs reading `clock`.
+fn two_logs_on(
+    sets: &[&str],
+    clock: SharedClock,
+) -> (tempfile::TempDir, Arc<PartitionLog>, Arc<PartitionLog>) {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(sets);
-    let leader = PartitionLog::create(&dir.path().join("a"), "t", 0, cfg.clone()).unwrap();
-    let follower = PartitionLog::create(&dir.path().join("b"), "t", 0, cfg).unwrap();
+    let leader =
+        PartitionLog::create(&dir.path().join("a"), "t", 0, cfg.clone(), clock.clone()).unwrap();
+    let follower = PartitionLog::create(&dir.path().join("b"), "t", 0, cfg, clock.clone()).unwrap();
     (dir, leader, follower)
 }
 
@@ -185,6 +195,7 @@ fn truncation_cuts_the_divergent_tail_and_the_log_goes_on() {
         None,
         None,
         false,
+        strata_common::clock::system(),
     )
     .unwrap();
     assert_eq!(reopened.log_end_offset(), 13);
@@ -251,7 +262,8 @@ fn a_follower_high_watermark_is_capped_by_its_own_durable_end() {
 
 #[test]
 fn the_isr_review_finds_laggards_and_caught_up_followers() {
-    let (_d, leader, _f) = two_logs(&[]);
+    let clock = ManualClock::new();
+    let (_d, leader, _f) = two_logs_on(&[], clock.clone());
     let live: std::collections::BTreeSet<i32> = [1, 2, 3].into();
     leader.become_leader(1, 1, &[1, 2], 10);
     append(&leader, &testing::batch(10, 10, 1_000));
@@ -287,7 +299,7 @@ fn the_isr_review_finds_laggards_and_caught_up_followers() {
     assert_eq!(leader.high_watermark(), 15);
     // A follower that stops fetching falls out after the lag limit.
     append(&leader, &testing::batch(10, 10, 1_000));
-    std::thread::sleep(Duration::from_millis(30));
+    clock.advance(Duration::from_millis(30));
     let review = leader.isr_review(&[1, 2, 3], &live, Duration::from_millis(20), None);
     assert_eq!(review.out_of_sync, vec![2]);
 }
@@ -403,7 +415,7 @@ fn the_tail_of_a_sealed_segment_is_copied_from_a_batch_boundary() {
 }
 
 /// A leader of a quorum topic (`quorum.ack.enable`, min.insync.replicas=2).
-fn quorum_leader() -> (tempfile::TempDir, Arc<PartitionLog>) {
+fn quorum_leader(clock: SharedClock) -> (tempfile::TempDir, Arc<PartitionLog>) {
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerConfig::load(None, &[]).unwrap();
     let overrides: BTreeMap<String, String> = [
@@ -412,28 +424,28 @@ fn quorum_leader() -> (tempfile::TempDir, Arc<PartitionLog>) {
     ]
     .into();
     let cfg = SharedConfig::new(TopicConfig::resolve(&broker, &overrides));
-    let log = PartitionLog::create(&dir.path().join("q"), "q", 0, cfg).unwrap();
+    let log = PartitionLog::create(&dir.path().join("q"), "q", 0, cfg, clock).unwrap();
     (dir, log)
 }
 
 /// `leader` leads 1, 2, 3 with ten records fsynced that 2 holds and 3
 /// lacks; then neither fetches while one more record comes: the review of
-/// the ISR after that (lag limit 20 ms).
-fn review_after_followers_stall(leader: &Arc<PartitionLog>) -> IsrReview {
+/// the ISR after that (lag limit 20 ms), `clock` (the log's) moved 30 ms.
+fn review_after_followers_stall(leader: &Arc<PartitionLog>, clock: &ManualClock) -> IsrReview {
     let live: std::collections::BTreeSet<i32> = [1, 2, 3].into();
     leader.become_leader(1, 1, &[1, 2, 3], 10);
     append(leader, &testing::batch(10, 10, 1_000));
     leader.flush().unwrap();
     leader.record_follower_fetch(2, 10);
     leader.record_follower_fetch(3, 0);
-    std::thread::sleep(Duration::from_millis(30));
+    clock.advance(Duration::from_millis(30));
     append(leader, &testing::batch(1, 10, 1_000));
     leader.isr_review(&[1, 2, 3], &live, Duration::from_millis(20), None)
 }
 
 #[test]
 fn a_quorum_leaders_high_watermark_is_the_kth_greatest_end() {
-    let (_d, leader) = quorum_leader();
+    let (_d, leader) = quorum_leader(strata_common::clock::system());
     leader.become_leader(1, 1, &[1, 2, 3], 10);
     append(&leader, &testing::batch(10, 10, 1_000));
     leader.flush().unwrap();
@@ -456,21 +468,22 @@ fn a_quorum_leaders_high_watermark_is_the_kth_greatest_end() {
 
 #[test]
 fn a_quorum_leader_keeps_k_holders_of_the_high_watermark_in_the_isr() {
-    let (_d, leader) = quorum_leader();
+    let clock = ManualClock::new();
+    let (_d, leader) = quorum_leader(clock.clone());
     // Both stop fetching: 3 (lacking the high watermark) may leave, 2
     // (the only other holder) may not.
-    let review = review_after_followers_stall(&leader);
+    let review = review_after_followers_stall(&leader, &clock);
     assert_eq!(review.out_of_sync, vec![3]);
     assert_eq!(leader.high_watermark(), 10, "the leader and 2 hold it");
     // In an ISR-mode topic both would go.
-    let (_d2, isr_leader, _f) = two_logs(&[]);
-    let review = review_after_followers_stall(&isr_leader);
+    let (_d2, isr_leader, _f) = two_logs_on(&[], clock.clone());
+    let review = review_after_followers_stall(&isr_leader, &clock);
     assert_eq!(review.out_of_sync, vec![2, 3]);
 }
 
 #[test]
 fn a_quorum_high_watermark_never_passes_the_leaders_own_fsynced_end() {
-    let (_d, leader) = quorum_leader();
+    let (_d, leader) = quorum_leader(strata_common::clock::system());
     leader.become_leader(1, 1, &[1, 2, 3], 10);
     append(&leader, &testing::batch(10, 10, 1_000));
     leader.record_follower_fetch(2, 10);
@@ -482,8 +495,9 @@ fn a_quorum_high_watermark_never_passes_the_leaders_own_fsynced_end() {
 
 #[test]
 fn a_quorum_removal_under_way_already_bounds_the_high_watermark() {
-    let (_d, leader) = quorum_leader();
-    let review = review_after_followers_stall(&leader);
+    let clock = ManualClock::new();
+    let (_d, leader) = quorum_leader(clock.clone());
+    let review = review_after_followers_stall(&leader, &clock);
     assert_eq!(review.out_of_sync, vec![3]);
     // While the removal is written, 3 catches up and 2 stalls: what only
     // the leader and 3 hold is not acknowledged (the ISR may become
@@ -520,9 +534,22 @@ fn a_log_created_empty_is_hydrated_only_once_caught_up() {
 /// held before (a replaced disk).
 fn two_logs_one_unhydrated() -> (tempfile::TempDir, Arc<PartitionLog>, Arc<PartitionLog>) {
     let dir = tempfile::tempdir().unwrap();
-    let leader = PartitionLog::create(&dir.path().join("a"), "t", 0, config(&[])).unwrap();
-    let follower =
-        PartitionLog::create_unhydrated(&dir.path().join("b"), "t", 0, config(&[])).unwrap();
+    let leader = PartitionLog::create(
+        &dir.path().join("a"),
+        "t",
+        0,
+        config(&[]),
+        strata_common::clock::system(),
+    )
+    .unwrap();
+    let follower = PartitionLog::create_unhydrated(
+        &dir.path().join("b"),
+        "t",
+        0,
+        config(&[]),
+        strata_common::clock::system(),
+    )
+    .unwrap();
     assert!(leader.hydrated(), "a new partition's log lost nothing");
     (dir, leader, follower)
 }
@@ -532,7 +559,17 @@ fn reopen(log: &Arc<PartitionLog>) -> Arc<PartitionLog> {
     log.flush().unwrap();
     log.close().unwrap();
     let dir = log.dir().parent().unwrap().to_path_buf();
-    PartitionLog::open(&dir, "t", 0, config(&[]), None, None, false).unwrap()
+    PartitionLog::open(
+        &dir,
+        "t",
+        0,
+        config(&[]),
+        None,
+        None,
+        false,
+        strata_common::clock::system(),
+    )
+    .unwrap()
 }
 
 #[test]

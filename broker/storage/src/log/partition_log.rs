@@ -25,7 +25,7 @@ use tokio::sync::{watch, Notify};
 use super::batch::{self, BatchHeader};
 use super::producer_state::{ProducerStateManager, SequenceCheck, SequenceError};
 use super::segment::{LogSegment, RecoveryReport, SegmentSettings, LOG_SUFFIX};
-use strata_common::clock::now_ms;
+use strata_common::clock::SharedClock;
 use strata_common::config::{TimestampType, TopicConfig};
 
 /// A topic's live configuration, shared by its partitions and changeable at
@@ -205,6 +205,10 @@ pub struct PartitionLog {
     pub(super) replica_state: Mutex<super::replica_state::ReplicaState>,
     /// The log end offset after every append (replica fetches wait on it).
     pub(super) log_end: watch::Sender<i64>,
+    /// Where the log reads time: LogAppendTime and marker timestamps, the
+    /// ISR's lag and follower progress. Latency timers (how long an append
+    /// waited for its flush) read the machine's monotonic clock.
+    pub(super) clock: SharedClock,
 }
 
 /// Directory name of a partition: `<topic>-<partition>`, as Kafka names it.
@@ -229,13 +233,14 @@ impl PartitionLog {
         topic: &str,
         partition: i32,
         config: Arc<SharedConfig>,
+        clock: SharedClock,
     ) -> Result<Arc<Self>, LogError> {
         let dir = data_dir.join(partition_dir_name(topic, partition));
         fs::create_dir_all(&dir)?;
         fs::write(dir.join(UNHYDRATED_MARKER), b"")?;
         fsync_dir(&dir)?;
         fsync_dir(data_dir)?;
-        Self::create(data_dir, topic, partition, config)
+        Self::create(data_dir, topic, partition, config, clock)
     }
 
     /// Creates the directory and first segment of a new partition.
@@ -244,6 +249,7 @@ impl PartitionLog {
         topic: &str,
         partition: i32,
         config: Arc<SharedConfig>,
+        clock: SharedClock,
     ) -> Result<Arc<Self>, LogError> {
         let dir = data_dir.join(partition_dir_name(topic, partition));
         fs::create_dir_all(&dir)?;
@@ -263,6 +269,7 @@ impl PartitionLog {
             0,
             ProducerStateManager::default(),
             epochs,
+            clock,
         );
         log.load_hydration();
         Ok(log)
@@ -279,6 +286,7 @@ impl PartitionLog {
         start_offset: i64,
         producer_snapshot: Option<&[u8]>,
         leader_epoch: Option<i32>,
+        clock: SharedClock,
     ) -> Result<Arc<Self>, LogError> {
         let dir = data_dir.join(partition_dir_name(topic, partition));
         fs::create_dir_all(&dir)?;
@@ -309,6 +317,7 @@ impl PartitionLog {
             None,
             Some(start_offset),
             false,
+            clock,
         )?;
         fsync_dir(&dir)?;
         fsync_dir(data_dir)?;
@@ -328,6 +337,7 @@ impl PartitionLog {
         recovery_point: Option<i64>,
         log_start_checkpoint: Option<i64>,
         clean_shutdown: bool,
+        clock: SharedClock,
     ) -> Result<Arc<Self>, LogError> {
         let dir = data_dir.join(partition_dir_name(topic, partition));
         let cfg = config.get();
@@ -431,6 +441,8 @@ impl PartitionLog {
         for (base, seg) in segments.iter_mut() {
             if Some(*base) != active_base {
                 seg.release_file();
+            } else {
+                seg.mark_reopened(clock.now_ms());
             }
         }
         let first = *segments.keys().next().unwrap_or(&0);
@@ -443,7 +455,7 @@ impl PartitionLog {
         let producers = super::producer_state::rebuild_producer_state(&dir, &mut segments, leo)?;
         let epochs = super::leader_epoch::open_for_log(&dir, log_start, leo);
         let log = Self::from_parts(
-            topic, partition, dir, config, segments, log_start, leo, producers, epochs,
+            topic, partition, dir, config, segments, log_start, leo, producers, epochs, clock,
         );
         // Opened from disk: it holds what it held, unless it was created
         // or emptied since it last caught up (`hydration.rs`).
@@ -462,6 +474,7 @@ impl PartitionLog {
         high_watermark: i64,
         producers: ProducerStateManager,
         epochs: super::leader_epoch::LeaderEpochCache,
+        clock: SharedClock,
     ) -> Arc<Self> {
         let (hw, _) = watch::channel(high_watermark);
         let (log_end, _) = watch::channel(high_watermark);
@@ -491,6 +504,7 @@ impl PartitionLog {
             epochs: Mutex::new(epochs),
             replica_state: Mutex::new(super::replica_state::ReplicaState::new(high_watermark)),
             log_end,
+            clock,
         })
     }
 
@@ -518,6 +532,11 @@ impl PartitionLog {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+    /// The clock this log reads (the log manager's).
+    pub fn clock(&self) -> &SharedClock {
+        &self.clock
+    }
+
     pub fn config(&self) -> Arc<TopicConfig> {
         self.config.get()
     }
@@ -631,7 +650,7 @@ impl PartitionLog {
                 });
             }
         }
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let append_time = cfg.message_timestamp_type == TimestampType::LogAppendTime;
         let mut inner = self.lock_open()?;
         let leader_epoch = self.append_epoch(&inner)?;

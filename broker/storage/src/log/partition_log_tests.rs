@@ -3,6 +3,7 @@
 use super::*;
 use crate::log::batch::{testing, BatchScanner};
 use std::time::Duration;
+use strata_common::clock::now_ms;
 use strata_common::config::BrokerConfig;
 
 fn config(sets: &[&str]) -> Arc<SharedConfig> {
@@ -27,7 +28,14 @@ fn append_n(log: &PartitionLog, batches: usize, ts: i64) -> Vec<AppendInfo> {
 #[test]
 fn offsets_are_assigned_and_reads_stop_at_high_watermark() {
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(dir.path(), "t", 0, config(&[])).unwrap();
+    let log = PartitionLog::create(
+        dir.path(),
+        "t",
+        0,
+        config(&[]),
+        strata_common::clock::system(),
+    )
+    .unwrap();
     let infos = append_n(&log, 3, 1_000);
     assert_eq!(infos[0].base_offset, 0);
     assert_eq!(infos[2].last_offset, 11);
@@ -51,7 +59,14 @@ fn offsets_are_assigned_and_reads_stop_at_high_watermark() {
 #[test]
 fn max_bytes_returns_whole_batches_and_min_one() {
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(dir.path(), "t", 0, config(&[])).unwrap();
+    let log = PartitionLog::create(
+        dir.path(),
+        "t",
+        0,
+        config(&[]),
+        strata_common::clock::system(),
+    )
+    .unwrap();
     append_n(&log, 3, 0);
     log.flush().unwrap();
     let size = BatchHeader::parse(&log.read(0, 1 << 20, true).unwrap().records)
@@ -66,8 +81,14 @@ fn max_bytes_returns_whole_batches_and_min_one() {
 #[test]
 fn rolls_segments_and_reads_across_them() {
     let dir = tempfile::tempdir().unwrap();
-    let log =
-        PartitionLog::create(dir.path(), "t", 0, config(&["log.segment.bytes=1000"])).unwrap();
+    let log = PartitionLog::create(
+        dir.path(),
+        "t",
+        0,
+        config(&["log.segment.bytes=1000"]),
+        strata_common::clock::system(),
+    )
+    .unwrap();
     append_n(&log, 20, 0);
     log.flush().unwrap();
     assert!(log.segment_count() >= 5);
@@ -87,8 +108,14 @@ fn rolls_segments_and_reads_across_them() {
 #[test]
 fn timestamp_lookups_across_segments() {
     let dir = tempfile::tempdir().unwrap();
-    let log =
-        PartitionLog::create(dir.path(), "t", 0, config(&["log.segment.bytes=1000"])).unwrap();
+    let log = PartitionLog::create(
+        dir.path(),
+        "t",
+        0,
+        config(&["log.segment.bytes=1000"]),
+        strata_common::clock::system(),
+    )
+    .unwrap();
     // Batch i holds timestamps 10_000 + i*10 + 0..3.
     append_n(&log, 20, 10_000);
     log.flush().unwrap();
@@ -116,7 +143,14 @@ fn timestamp_lookups_across_segments() {
 fn retention_by_bytes_and_time_advances_log_start() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(&["log.segment.bytes=1000"]);
-    let log = PartitionLog::create(dir.path(), "t", 0, cfg.clone()).unwrap();
+    let log = PartitionLog::create(
+        dir.path(),
+        "t",
+        0,
+        cfg.clone(),
+        strata_common::clock::system(),
+    )
+    .unwrap();
     let now = now_ms();
     append_n(&log, 20, now - 10_000);
     log.flush().unwrap();
@@ -151,7 +185,14 @@ fn retention_by_bytes_and_time_advances_log_start() {
 fn unclean_reopen_truncates_torn_tail_and_keeps_durable_data() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(&["log.segment.bytes=1000"]);
-    let log = PartitionLog::create(dir.path(), "t", 0, cfg.clone()).unwrap();
+    let log = PartitionLog::create(
+        dir.path(),
+        "t",
+        0,
+        cfg.clone(),
+        strata_common::clock::system(),
+    )
+    .unwrap();
     append_n(&log, 10, 0);
     log.flush().unwrap();
     let hw = log.high_watermark();
@@ -161,7 +202,17 @@ fn unclean_reopen_truncates_torn_tail_and_keeps_durable_data() {
     let half = testing::batch(4, 100, 0);
     let mut f = fs::OpenOptions::new().append(true).open(&active).unwrap();
     std::io::Write::write_all(&mut f, &half[..half.len() / 2]).unwrap();
-    let log = PartitionLog::open(dir.path(), "t", 0, cfg, Some(0), None, false).unwrap();
+    let log = PartitionLog::open(
+        dir.path(),
+        "t",
+        0,
+        cfg,
+        Some(0),
+        None,
+        false,
+        strata_common::clock::system(),
+    )
+    .unwrap();
     assert_eq!(log.log_end_offset(), hw);
     assert_eq!(log.high_watermark(), hw);
     let mut offset = 0;
@@ -177,7 +228,14 @@ fn unclean_reopen_truncates_torn_tail_and_keeps_durable_data() {
 fn a_sealed_segment_cut_short_keeps_its_successors_and_fails_reads_in_the_cut() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(&["log.segment.bytes=2500"]);
-    let log = PartitionLog::create(dir.path(), "t", 0, cfg.clone()).unwrap();
+    let log = PartitionLog::create(
+        dir.path(),
+        "t",
+        0,
+        cfg.clone(),
+        strata_common::clock::system(),
+    )
+    .unwrap();
     append_n(&log, 20, 0);
     log.flush().unwrap();
     let hw = log.high_watermark();
@@ -199,7 +257,17 @@ fn a_sealed_segment_cut_short_keeps_its_successors_and_fails_reads_in_the_cut() 
         .unwrap()
         .set_len(len / 2)
         .unwrap();
-    let log = PartitionLog::open(dir.path(), "t", 0, cfg, Some(0), None, false).unwrap();
+    let log = PartitionLog::open(
+        dir.path(),
+        "t",
+        0,
+        cfg,
+        Some(0),
+        None,
+        false,
+        strata_common::clock::system(),
+    )
+    .unwrap();
     assert_eq!(log.log_end_offset(), hw, "later segments are kept");
     assert_eq!(first_end, second);
     let kept = BatchScanner::new(&log.read(0, 1 << 20, true).unwrap().records, true)
@@ -219,7 +287,14 @@ fn a_sealed_segment_cut_short_keeps_its_successors_and_fails_reads_in_the_cut() 
 #[tokio::test]
 async fn acks_all_waits_for_flusher_group_commit() {
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(dir.path(), "t", 0, config(&[])).unwrap();
+    let log = PartitionLog::create(
+        dir.path(),
+        "t",
+        0,
+        config(&[]),
+        strata_common::clock::system(),
+    )
+    .unwrap();
     /// Counts the rounds reported and keeps the longest latency.
     #[derive(Debug, Default)]
     struct Rounds(std::sync::Mutex<Vec<Duration>>);
@@ -265,7 +340,14 @@ fn append_raw(log: &PartitionLog, b: &[u8]) -> Result<AppendInfo, LogError> {
 fn idempotent_retries_are_deduplicated_across_restarts() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(&["log.segment.bytes=600"]);
-    let log = PartitionLog::create(dir.path(), "t", 0, cfg.clone()).unwrap();
+    let log = PartitionLog::create(
+        dir.path(),
+        "t",
+        0,
+        cfg.clone(),
+        strata_common::clock::system(),
+    )
+    .unwrap();
     append_n(&log, 1, 0); // offsets 0..3 from a plain producer
     let first = append_raw(&log, &idempotent_batch(7, 0, 0, 3)).unwrap();
     assert_eq!(
@@ -298,7 +380,17 @@ fn idempotent_retries_are_deduplicated_across_restarts() {
             fs::remove_file(p).unwrap();
         }
     }
-    let log = PartitionLog::open(dir.path(), "t", 0, cfg.clone(), None, None, false).unwrap();
+    let log = PartitionLog::open(
+        dir.path(),
+        "t",
+        0,
+        cfg.clone(),
+        None,
+        None,
+        false,
+        strata_common::clock::system(),
+    )
+    .unwrap();
     let retry = append_raw(&log, &idempotent_batch(7, 0, 7, 1)).unwrap();
     assert!(retry.duplicate);
     assert_eq!(retry.base_offset, leo - 1);
@@ -312,7 +404,17 @@ fn idempotent_retries_are_deduplicated_across_restarts() {
     // A clean close writes a snapshot that the next open uses.
     log.close().unwrap();
     drop(log);
-    let log = PartitionLog::open(dir.path(), "t", 0, cfg, None, None, true).unwrap();
+    let log = PartitionLog::open(
+        dir.path(),
+        "t",
+        0,
+        cfg,
+        None,
+        None,
+        true,
+        strata_common::clock::system(),
+    )
+    .unwrap();
     assert!(
         append_raw(&log, &idempotent_batch(7, 0, 7, 1))
             .unwrap()
@@ -335,7 +437,14 @@ fn idempotent_retries_are_deduplicated_across_restarts() {
 #[test]
 fn a_reader_holding_a_segment_finishes_after_tiering_deletes_it() {
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(dir.path(), "t", 0, config(&["log.segment.bytes=600"])).unwrap();
+    let log = PartitionLog::create(
+        dir.path(),
+        "t",
+        0,
+        config(&["log.segment.bytes=600"]),
+        strata_common::clock::system(),
+    )
+    .unwrap();
     append_n(&log, 6, 1_000);
     log.flush().unwrap();
     let sealed = log.sealed_segment_files();
@@ -371,7 +480,14 @@ fn a_reader_holding_a_segment_finishes_after_tiering_deletes_it() {
 fn offsets_before_answers_list_offsets_v0_as_kafka() {
     let dir = tempfile::tempdir().unwrap();
     // Each 4-record batch (~500 bytes) fills a 600-byte segment.
-    let log = PartitionLog::create(dir.path(), "t", 0, config(&["log.segment.bytes=600"])).unwrap();
+    let log = PartitionLog::create(
+        dir.path(),
+        "t",
+        0,
+        config(&["log.segment.bytes=600"]),
+        strata_common::clock::system(),
+    )
+    .unwrap();
     assert_eq!(
         log.offsets_before(-1, 10),
         vec![0],
@@ -408,7 +524,14 @@ fn transactional_batch(pid: i64, epoch: i16, seq: i32) -> Vec<u8> {
 fn a_transaction_opens_only_under_a_current_verification_guard() {
     use crate::log::control::{Marker, MarkerType};
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(dir.path(), "t", 0, config(&[])).unwrap();
+    let log = PartitionLog::create(
+        dir.path(),
+        "t",
+        0,
+        config(&[]),
+        strata_common::clock::system(),
+    )
+    .unwrap();
     let verified = |b: &[u8], token: Option<u64>| {
         let h = batch::validate_all(b).unwrap();
         log.append_from(b, &h, AppendOrigin::VerifiedClient(token))

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 use std::sync::MutexGuard;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -80,7 +80,7 @@ impl PartitionLog {
             Role::Follower { .. } => true,
         };
         if new_leadership {
-            let now = Instant::now();
+            let now = self.clock.now();
             let followers = others
                 .iter()
                 .map(|id| (*id, FollowerProgress::unknown(Some(now))))
@@ -276,7 +276,7 @@ impl PartitionLog {
         log_start: i64,
     ) -> bool {
         let leader_end = self.log_end_offset();
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut st = self.replicas();
         let Role::Leader {
             followers, acks, ..
@@ -330,7 +330,7 @@ impl PartitionLog {
         } = &mut st.role
         {
             if !isr.is_empty() || !followers.is_empty() {
-                acks.note_append(end, Instant::now());
+                acks.note_append(end, self.clock.now());
             }
         }
     }
@@ -339,7 +339,7 @@ impl PartitionLog {
     /// measured it (empty on a follower).
     pub fn follower_ack_p99s(&self, window: Duration) -> Vec<(i32, Duration)> {
         match &self.replicas().role {
-            Role::Leader { acks, .. } => acks.p99s(window, Instant::now()),
+            Role::Leader { acks, .. } => acks.p99s(window, self.clock.now()),
             Role::Follower { .. } => Vec::new(),
         }
     }
@@ -373,7 +373,7 @@ impl PartitionLog {
     ) -> IsrReview {
         let leader_end = self.log_end_offset();
         let epoch_start = self.epoch_start_offset();
-        let now = Instant::now();
+        let now = self.clock.now();
         let recent = |f: &FollowerProgress| {
             f.last_caught_up
                 .is_some_and(|t| now.duration_since(t) <= max_lag)

@@ -128,7 +128,7 @@ impl PartitionLog {
         }
         std::fs::create_dir_all(dir)?;
         let mut copy = LogSegment::create(dir, from, settings(&self.config()))?;
-        let now = strata_common::clock::now_ms();
+        let now = self.clock.now_ms();
         while let Some(h) = slice.header_at(position)? {
             let bytes = slice.read(position, h.size as usize)?;
             copy.append(&bytes, &h, now)?;

@@ -147,7 +147,6 @@ impl LogSegment {
                     settings,
                 );
                 if seg.load_tail()? {
-                    seg.mark_reopened();
                     return Ok((seg, RecoveryReport::default()));
                 }
                 // The tail was not clean after all: fall through to recovery.
@@ -264,7 +263,6 @@ impl LogSegment {
         }
         seg.index.persist(true)?;
         seg.time_index.persist(true)?;
-        seg.mark_reopened();
         let stopped_by = out_of_order.or_else(|| stop.map(|e| e.to_string()));
         Ok((
             seg,
@@ -276,15 +274,12 @@ impl LogSegment {
         ))
     }
 
-    /// A reopened, non-empty segment counts its `segment.ms` age from now:
-    /// the time of its first append is not stored.
-    fn mark_reopened(&mut self) {
+    /// A reopened, non-empty active segment counts its `segment.ms` age
+    /// from `now_ms` (the log's clock when it reopened it): the time of
+    /// its first append is not stored.
+    pub(super) fn mark_reopened(&mut self, now_ms: i64) {
         if self.size > 0 {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis() as i64)
-                .unwrap_or(0);
-            self.first_append_ms = Some(now);
+            self.first_append_ms = Some(now_ms);
         }
     }
 

@@ -139,7 +139,7 @@ impl PartitionLog {
             .next_back()
             .is_some_and(|s| !s.is_empty())
         {
-            points.push((leo, strata_common::clock::now_ms()));
+            points.push((leo, self.clock.now_ms()));
         }
         drop(inner);
         let from = match timestamp {

@@ -10,7 +10,6 @@ use super::batch::{self, BatchHeader};
 use super::control::{encode_marker, Marker};
 use super::partition_log::{AppendInfo, LogError, PartitionLog};
 use super::txn_index::AbortedTxn;
-use strata_common::clock::now_ms;
 
 impl PartitionLog {
     /// Appends a transaction marker for `producer_id` at `producer_epoch`.
@@ -23,7 +22,7 @@ impl PartitionLog {
         marker: Marker,
     ) -> Result<AppendInfo, LogError> {
         let cfg = self.config();
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let mut bytes = encode_marker(producer_id, producer_epoch, marker, now);
         let mut inner = self.lock_open()?;
         let leader_epoch = self.append_epoch(&inner)?;

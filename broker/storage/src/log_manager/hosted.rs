@@ -44,9 +44,15 @@ impl LogManager {
         sorted.dedup();
         for p in sorted {
             let log = if fresh.contains(&p) {
-                PartitionLog::create(&self.data_dir, name, p, shared.clone())?
+                PartitionLog::create(&self.data_dir, name, p, shared.clone(), self.clock.clone())?
             } else {
-                PartitionLog::create_unhydrated(&self.data_dir, name, p, shared.clone())?
+                PartitionLog::create_unhydrated(
+                    &self.data_dir,
+                    name,
+                    p,
+                    shared.clone(),
+                    self.clock.clone(),
+                )?
             };
             // Replicated: neither leads nor serves until the store says.
             log.await_assignment();
@@ -94,9 +100,21 @@ impl LogManager {
         let mut created = Vec::with_capacity(new.len());
         for p in new {
             let log = if fresh.contains(&p) {
-                PartitionLog::create(&self.data_dir, name, p, topic.config.clone())?
+                PartitionLog::create(
+                    &self.data_dir,
+                    name,
+                    p,
+                    topic.config.clone(),
+                    self.clock.clone(),
+                )?
             } else {
-                PartitionLog::create_unhydrated(&self.data_dir, name, p, topic.config.clone())?
+                PartitionLog::create_unhydrated(
+                    &self.data_dir,
+                    name,
+                    p,
+                    topic.config.clone(),
+                    self.clock.clone(),
+                )?
             };
             log.await_assignment();
             created.push(log);

@@ -166,7 +166,7 @@ impl MetricSource for LogManager {
                     f.samples.push((l.clone(), value(&log)));
                 }
                 if log.config().compacted {
-                    let now = strata_common::clock::now_ms();
+                    let now = log.clock().now_ms();
                     let c = log.cleanability(now);
                     for (f, (_, value)) in cleaner.iter_mut().zip(CLEANER_FAMILIES) {
                         f.samples.push((l.clone(), value(&log, c.as_ref(), now)));

@@ -23,13 +23,15 @@ use crate::log::group_commit::CommitLatencySink;
 use crate::log::partition_log::partition_dir_name;
 use crate::log::{LogError, PartitionLog, SharedConfig};
 use crate::meta_properties;
-use strata_common::clock::now_ms;
+use strata_common::clock::SharedClock;
 use strata_common::config::{self, BrokerConfig, TopicConfig};
 use strata_common::durable_file::{fsync_dir, write_atomically};
 
 mod hosted;
 pub mod metrics;
 mod restore;
+#[cfg(test)]
+mod tests;
 mod topic;
 
 pub use topic::Topic;
@@ -98,6 +100,8 @@ pub struct LogManager {
     /// The log cleaner's threads, once started; stopped (and joined) by
     /// `shutdown` before the logs are closed.
     cleaners: Mutex<Option<crate::log::cleaner::Cleaners>>,
+    /// The clock every partition log, retention pass and cleaner reads.
+    clock: SharedClock,
 }
 
 /// How long `shutdown` waits for a cleaning pass in progress to end.
@@ -111,6 +115,7 @@ impl LogManager {
         data_dir: &Path,
         broker: Arc<BrokerConfig>,
         commit_latency: Option<Arc<dyn CommitLatencySink>>,
+        clock: SharedClock,
     ) -> Result<Arc<Self>, OpenError> {
         let io_err = || OpenError::data_dir(data_dir);
         fs::create_dir_all(data_dir.join(TOPICS_DIR)).map_err(io_err())?;
@@ -190,12 +195,19 @@ impl LogManager {
                         },
                         log_starts.get(&key).copied(),
                         clean,
+                        clock.clone(),
                     )
                     .map_err(partition_err)?
                 } else {
                     tracing::warn!(topic = %record.name, partition = p, "partition directory missing; creating it empty");
-                    PartitionLog::create_unhydrated(data_dir, &record.name, p, shared.clone())
-                        .map_err(partition_err)?
+                    PartitionLog::create_unhydrated(
+                        data_dir,
+                        &record.name,
+                        p,
+                        shared.clone(),
+                        clock.clone(),
+                    )
+                    .map_err(partition_err)?
                 };
                 partitions.push(log);
             }
@@ -247,7 +259,13 @@ impl LogManager {
             roles: tokio::sync::watch::channel(0).0,
             commit_latency,
             cleaners: Mutex::new(None),
+            clock,
         }))
+    }
+
+    /// The clock the logs, retention and the cleaner read.
+    pub fn clock(&self) -> &SharedClock {
+        &self.clock
     }
 
     /// The replica manager applied roles to the logs.
@@ -434,6 +452,7 @@ impl LogManager {
                 name,
                 p,
                 shared.clone(),
+                self.clock.clone(),
             )?);
         }
         *topic.partitions.write().unwrap_or_else(|e| e.into_inner()) = logs.clone();
@@ -576,6 +595,7 @@ impl LogManager {
                 name,
                 p,
                 topic.config.clone(),
+                self.clock.clone(),
             )?);
         }
         topic
@@ -679,6 +699,7 @@ impl LogManager {
                 &self.broker.settings().cleaner,
                 move || me.cleanable_logs(),
                 lower_priority,
+                self.clock.clone(),
             );
             *self.cleaners.lock().unwrap_or_else(|e| e.into_inner()) = Some(cleaners);
         }
@@ -702,7 +723,7 @@ impl LogManager {
     /// One retention pass over every partition; also rolls active segments
     /// older than `segment.ms`, so an idle partition's data is sealed.
     pub fn enforce_retention(&self) {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         for log in self.all_logs() {
             let result = if self.tiered(&log) {
                 // Local deletion of a tiered partition waits for its upload

@@ -39,6 +39,7 @@ impl LogManager {
                 r.start_offset,
                 r.producer_snapshot.as_deref(),
                 r.leader_epoch,
+                self.clock.clone(),
             )?);
         }
         let count = logs.len() as i32;
