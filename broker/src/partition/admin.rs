@@ -14,9 +14,6 @@ use kafka_protocol::ResponseError;
 use super::ReplicaManager;
 use crate::log::control::Marker;
 use crate::log::group_commit::CommitWait;
-use crate::log::producer_state::SequenceError;
-use crate::log::LogError;
-use crate::txn::completion::MarkerWriteError;
 
 /// A producer with state in a partition (DescribeProducers): the
 /// producer state's own view, which holds plain values.
@@ -83,21 +80,12 @@ impl ReplicaManager {
                 CommitWait::NotLeader => Err(ResponseError::NotLeaderOrFollower),
             },
             Ok(None) => Err(ResponseError::UnknownTopicOrPartition),
-            Err(MarkerWriteError::GroupsLoading(_)) => {
-                Err(ResponseError::CoordinatorLoadInProgress)
-            }
-            Err(MarkerWriteError::Log(LogError::Marker(SequenceError::CoordinatorFenced {
-                ..
-            }))) => Err(ResponseError::TransactionCoordinatorFenced),
-            Err(MarkerWriteError::Log(LogError::Marker(_))) => {
-                Err(ResponseError::InvalidProducerEpoch)
-            }
-            Err(MarkerWriteError::Log(LogError::Closed | LogError::NotLeader)) => {
-                Err(ResponseError::NotLeaderOrFollower)
-            }
             Err(e) => {
-                tracing::error!(topic, partition, error = %e, "WriteTxnMarkers failed");
-                Err(ResponseError::KafkaStorageError)
+                let code = super::errors::marker(&e);
+                if code == ResponseError::KafkaStorageError {
+                    tracing::error!(topic, partition, error = %e, "WriteTxnMarkers failed");
+                }
+                Err(code)
             }
         }
     }

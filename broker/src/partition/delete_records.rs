@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use kafka_protocol::ResponseError;
 
 use super::ReplicaManager;
-use crate::log::{LogError, PartitionLog};
+use crate::log::PartitionLog;
 
 /// One partition to delete records of, below `offset`.
 #[derive(Debug, Clone)]
@@ -156,11 +156,12 @@ impl ReplicaManager {
         };
         match log.delete_records_before(offset) {
             Ok(_) => Ok((log, offset)),
-            Err(LogError::OffsetOutOfRange { .. }) => Err(ResponseError::OffsetOutOfRange),
-            Err(LogError::Closed) => Err(ResponseError::NotLeaderOrFollower),
             Err(e) => {
-                tracing::error!(topic = %name, partition, offset, error = %e, "DeleteRecords failed");
-                Err(ResponseError::KafkaStorageError)
+                let code = super::errors::delete_records(&e);
+                if code == ResponseError::KafkaStorageError {
+                    tracing::error!(topic = %name, partition, offset, error = %e, "DeleteRecords failed");
+                }
+                Err(code)
             }
         }
     }

@@ -1,14 +1,17 @@
 //! The replica manager's one table from what went wrong to the Kafka
 //! error a client is answered with (Kafka's `Errors` as `ReplicaManager`
-//! and `UnifiedLog` raise them): log errors, producer sequence and epoch
-//! errors, and the batch validator's refusals, each with the message an
-//! operator reads in the client's log.
+//! and `UnifiedLog` raise them): log errors on an append, a read, a
+//! DeleteRecords and a transaction marker, producer sequence and epoch
+//! errors, and the batch validator's refusals, each append refusal with
+//! the message an operator reads in the client's log. The partition
+//! layer's files name no Kafka error for a `LogError` themselves.
 
 use kafka_protocol::ResponseError;
 use strata_format::validator::ValidationError;
 
 use crate::log::producer_state::SequenceError;
 use crate::log::LogError;
+use crate::txn::completion::MarkerWriteError;
 
 /// A partition's refused append: the Kafka error, its message, the log
 /// start offset where Kafka reports it (else -1) and each failing record
@@ -121,6 +124,59 @@ pub fn append(e: LogError) -> AppendFailure {
     }
 }
 
+/// A failed read of a partition's log: a consumer's or a follower's
+/// fetch. An offset outside the log is the client's
+/// to correct; anything else is the disk's. (A fetch first serves a
+/// corrupt or lost local batch from the bucket's copy where there is one,
+/// and an offset below the local log from the bucket: `fetch.rs`.) Unlike
+/// an append, a read of a partition being deleted answers a storage
+/// error, as it did before this table.
+pub fn read(e: &LogError) -> ResponseError {
+    match e {
+        LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
+        _ => ResponseError::KafkaStorageError,
+    }
+}
+
+/// A read from the bucket that failed (the object store is down or
+/// refused): retriable, the client fetches again.
+pub fn remote_read() -> ResponseError {
+    ResponseError::KafkaStorageError
+}
+
+/// A ListOffsets lookup by timestamp that failed, in the local log or in
+/// the bucket's indexes: the disk's or the store's fault, never the
+/// client's.
+pub fn offset_lookup() -> ResponseError {
+    ResponseError::KafkaStorageError
+}
+
+/// A failed DeleteRecords on a partition's log.
+pub fn delete_records(e: &LogError) -> ResponseError {
+    match e {
+        LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
+        LogError::Closed => ResponseError::NotLeaderOrFollower,
+        _ => ResponseError::KafkaStorageError,
+    }
+}
+
+/// A transaction marker not written (WriteTxnMarkers): a fenced
+/// coordinator, an older producer epoch, a partition this broker no
+/// longer leads, an offsets partition still loading.
+pub fn marker(e: &MarkerWriteError) -> ResponseError {
+    match e {
+        MarkerWriteError::GroupsLoading(_) => ResponseError::CoordinatorLoadInProgress,
+        MarkerWriteError::Log(LogError::Marker(SequenceError::CoordinatorFenced { .. })) => {
+            ResponseError::TransactionCoordinatorFenced
+        }
+        MarkerWriteError::Log(LogError::Marker(_)) => ResponseError::InvalidProducerEpoch,
+        MarkerWriteError::Log(LogError::Closed | LogError::NotLeader) => {
+            ResponseError::NotLeaderOrFollower
+        }
+        MarkerWriteError::Log(_) => ResponseError::KafkaStorageError,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,6 +201,43 @@ mod tests {
             ResponseError::InvalidTxnState
         );
         assert!(!AppendFailure::new(ResponseError::NotLeaderOrFollower, "").reports_log_start());
+        // Reads, DeleteRecords and markers, as they were answered before
+        // the table held them.
+        let out_of_range = || LogError::OffsetOutOfRange {
+            offset: 9,
+            log_start_offset: 0,
+            log_end_offset: 5,
+        };
+        assert_eq!(read(&out_of_range()), ResponseError::OffsetOutOfRange);
+        assert_eq!(read(&LogError::Closed), ResponseError::KafkaStorageError);
+        assert_eq!(
+            delete_records(&out_of_range()),
+            ResponseError::OffsetOutOfRange
+        );
+        assert_eq!(
+            delete_records(&LogError::Closed),
+            ResponseError::NotLeaderOrFollower
+        );
+        let m = |e: LogError| marker(&MarkerWriteError::Log(e));
+        assert_eq!(
+            m(LogError::Marker(SequenceError::CoordinatorFenced {
+                current: 2,
+                got: 1
+            })),
+            ResponseError::TransactionCoordinatorFenced
+        );
+        assert_eq!(
+            m(LogError::Marker(SequenceError::InvalidProducerEpoch {
+                current: 2,
+                got: 1
+            })),
+            ResponseError::InvalidProducerEpoch
+        );
+        assert_eq!(m(LogError::NotLeader), ResponseError::NotLeaderOrFollower);
+        assert_eq!(
+            marker(&MarkerWriteError::GroupsLoading(3)),
+            ResponseError::CoordinatorLoadInProgress
+        );
         assert!(AppendFailure::new(ResponseError::InvalidTxnState, "").reports_log_start());
     }
 }

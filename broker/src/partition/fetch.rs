@@ -443,14 +443,14 @@ impl ReplicaManager {
                         None => {
                             tracing::error!(topic = %log.topic(), partition = t.partition, error = %e,
                             "fetch read failed: corrupt batch, no copy in the bucket");
-                            storage_error(&mut pd, log);
+                            read_error(&mut pd, log, super::errors::read(&e));
                             any_error = true;
                         }
                     }
                 }
                 Err(e) => {
                     tracing::error!(topic = %log.topic(), partition = t.partition, error = %e, "fetch read failed");
-                    storage_error(&mut pd, log);
+                    read_error(&mut pd, log, super::errors::read(&e));
                     any_error = true;
                 }
             }
@@ -535,7 +535,7 @@ impl ReplicaManager {
                 RemoteFetchOutcome::Failed(e) => {
                     tracing::warn!(topic = %log.topic(), partition = t.partition, offset = t.fetch_offset,
                         error = %e, "remote read failed; the client will retry");
-                    storage_error(pd, log);
+                    read_error(pd, log, super::errors::remote_read());
                     any_error = true;
                 }
             }
@@ -626,8 +626,10 @@ fn out_of_range(pd: &mut FetchPartitionData) {
     pd.records = Bytes::new();
 }
 
-fn storage_error(pd: &mut FetchPartitionData, log: &PartitionLog) {
-    pd.error = Some(ResponseError::KafkaStorageError);
+/// A read that failed (`errors.rs` gives `code`), with the partition's
+/// offsets as Kafka reports them beside the error.
+fn read_error(pd: &mut FetchPartitionData, log: &PartitionLog, code: ResponseError) {
+    pd.error = Some(code);
     pd.high_watermark = log.high_watermark();
     pd.last_stable_offset = log.last_stable_offset();
     pd.log_start_offset = log.log_start_offset();

@@ -139,7 +139,7 @@ impl ReplicaManager {
             })),
             Err(e) => {
                 tracing::error!(topic = %log.topic(), error = %e, "offset lookup failed");
-                Err(ResponseError::KafkaStorageError)
+                Err(super::errors::offset_lookup())
             }
         }
     }

@@ -185,14 +185,12 @@ fn read_all(targets: &[Target], response_max: usize) -> (Vec<FetchPartitionData>
                 pd.high_watermark = read.high_watermark;
                 pd.records = read.records;
             }
-            Err(LogError::OffsetOutOfRange { .. }) => {
-                pd.error = Some(ResponseError::OffsetOutOfRange);
-                any_error = true;
-            }
             Err(e) => {
-                tracing::warn!(topic = %log.topic(), partition = t.partition, error = %e,
-                    "reading for a follower failed");
-                pd.error = Some(ResponseError::KafkaStorageError);
+                if !matches!(e, LogError::OffsetOutOfRange { .. }) {
+                    tracing::warn!(topic = %log.topic(), partition = t.partition, error = %e,
+                        "reading for a follower failed");
+                }
+                pd.error = Some(super::errors::read(&e));
                 any_error = true;
             }
         }
