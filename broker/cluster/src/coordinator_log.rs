@@ -104,7 +104,7 @@ pub enum Replayed {
 /// deleted by time or size (state is removed by tombstones), and for
 /// `__transaction_state` Kafka's `transaction.state.log.min.isr` (never
 /// above the replication factor).
-pub fn internal_topic_configs(
+pub(crate) fn internal_topic_configs(
     topic: &str,
     broker: &BrokerConfig,
     replication_factor: i32,
@@ -127,7 +127,7 @@ pub fn internal_topic_configs(
 
 /// The settings of an internal topic: `__transaction_state`'s, else
 /// `__consumer_offsets`'.
-pub fn internal_topic_settings<'a>(
+pub(crate) fn internal_topic_settings<'a>(
     topic: &str,
     settings: &'a BrokerSettings,
 ) -> &'a InternalTopicSettings {

@@ -39,7 +39,7 @@ pub struct Changes {
 }
 
 #[derive(Debug, Default)]
-pub struct Ownership {
+pub(crate) struct Ownership {
     parts: Mutex<BTreeMap<i32, State>>,
 }
 

@@ -13,6 +13,6 @@
 
 pub mod cluster;
 pub mod coordinator_log;
-pub mod coordinator_ownership;
+pub(crate) mod coordinator_ownership;
 pub mod producer_ids;
 pub mod replication;

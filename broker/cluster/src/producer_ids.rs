@@ -27,15 +27,15 @@ use strata_common::durable_file::write_atomically;
 
 const FILE: &str = "producer-id-block";
 /// Ids per block.
-pub const BLOCK: i64 = 1000;
+pub(crate) const BLOCK: i64 = 1000;
 /// Ids per node: node `n` hands out `n × SPAN ..= (n + 1) × SPAN - 1`.
 const SPAN: i64 = 1 << 40;
 /// The first id of the cluster's shared counter: above every node range.
-pub const SHARED_BASE: i64 = 1 << 62;
+pub(crate) const SHARED_BASE: i64 = 1 << 62;
 /// Shared ids are handed out below this; a larger id found in a partition
 /// was made up by a client (a produce with an unknown producer id and
 /// sequence 0 is accepted) and sets no floor.
-pub const SHARED_LIMIT: i64 = SHARED_BASE + (1 << 61);
+pub(crate) const SHARED_LIMIT: i64 = SHARED_BASE + (1 << 61);
 
 #[derive(Debug)]
 struct State {
@@ -95,7 +95,7 @@ impl ProducerIdManager {
 
     /// From now on ids come only from blocks given to [`Self::add_block`]
     /// (a cluster's shared counter).
-    pub fn use_shared_blocks(&self) {
+    pub(crate) fn use_shared_blocks(&self) {
         let mut st = self.state();
         let floor = st.floor;
         *st = State {
@@ -111,7 +111,7 @@ impl ProducerIdManager {
 
     /// Shared blocks: whether the next block should be fetched now (none
     /// queued, and less than half of the current one left).
-    pub fn wants_block(&self) -> bool {
+    pub(crate) fn wants_block(&self) -> bool {
         let st = self.state();
         let next = st.next.max(st.floor);
         st.shared && (st.queued.is_none_or(|(_, end)| end <= st.floor)) && st.end - next < BLOCK / 2
@@ -123,12 +123,12 @@ impl ProducerIdManager {
     }
 
     /// Waits until a shared block may be wanted (check [`Self::wants_block`]).
-    pub async fn block_wanted(&self) {
+    pub(crate) async fn block_wanted(&self) {
         self.block_wanted.notified().await
     }
 
     /// Shared blocks: ids `start..end` are this broker's to hand out.
-    pub fn add_block(&self, start: i64, end: i64) {
+    pub(crate) fn add_block(&self, start: i64, end: i64) {
         let mut st = self.state();
         if st.next >= st.end {
             st.next = start;

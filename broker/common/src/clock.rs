@@ -30,7 +30,7 @@ pub type SharedClock = Arc<dyn Clock>;
 
 /// The machine's clocks.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
+pub(crate) struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> Instant {

@@ -22,17 +22,16 @@ pub const DEFAULT_REASON_HEADERS: &[&str] = &[
 /// The topic a dead-letter record came from.
 pub const SOURCE_TOPIC: &str = "dlq.source_topic";
 pub const SOURCE_PARTITION: &str = "dlq.source_partition";
-pub const SOURCE_OFFSET: &str = "dlq.source_offset";
 /// Added by `strata dlq replay`: `TOPIC/PARTITION/OFFSET` of the
 /// dead-letter record a replayed record came from, so a second replay of
 /// the same range is visible.
 pub const REPLAYED_FROM: &str = "dlq.replayed_from";
 
 /// The reason of a record with no reason header.
-pub const NO_REASON: &str = "(no reason header)";
+pub(crate) const NO_REASON: &str = "(no reason header)";
 /// Reasons are cut to this many characters (exception messages can be
 /// long, and each reason is a metric label).
-pub const MAX_REASON_CHARS: usize = 120;
+pub(crate) const MAX_REASON_CHARS: usize = 120;
 
 /// A topic is a dead-letter queue when marked (`dlq.enable`) or named so.
 pub fn is_dlq(topic: &str, marked: bool) -> bool {

@@ -7,7 +7,7 @@
 
 /// Descriptors kept out of the partitions' and the pool's share, at most:
 /// client connections, the bucket's connections, files opened briefly.
-pub const RESERVED_FDS: u64 = 1024;
+pub(crate) const RESERVED_FDS: u64 = 1024;
 
 /// The reserve for a limit: [`RESERVED_FDS`], or a quarter of a small limit.
 pub fn reserved(limit: u64) -> u64 {
@@ -16,7 +16,7 @@ pub fn reserved(limit: u64) -> u64 {
 
 /// The sealed-segment pool's size for a limit when the config leaves
 /// `log.segment.open.files.max` at 0.
-pub fn default_pool(limit: u64) -> u64 {
+pub(crate) fn default_pool(limit: u64) -> u64 {
     (crate::log::file_pool::DEFAULT_CAPACITY as u64).min(limit / 8)
 }
 

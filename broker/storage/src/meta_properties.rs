@@ -19,7 +19,7 @@ pub fn is_fresh(data_dir: &Path) -> bool {
 
 /// Reads `meta.properties` (Kafka's format) or creates it with a new
 /// cluster id. Returns the cluster id.
-pub fn load_or_create(data_dir: &Path, node_id: i32) -> io::Result<String> {
+pub(crate) fn load_or_create(data_dir: &Path, node_id: i32) -> io::Result<String> {
     let path = data_dir.join(META_PROPERTIES);
     if let Ok(text) = fs::read_to_string(&path) {
         let props: BTreeMap<&str, &str> = text

@@ -54,7 +54,7 @@ fn replica_index(first: usize, shift: usize, j: usize, n: usize) -> usize {
 /// Replicas for `partitions` partitions that exist on broker `me` alone
 /// (a copy it publishes): it leads each, followed by up to `rf - 1` of
 /// `others` in rotation.
-pub fn led_by(me: i32, others: &[i32], partitions: i32, rf: usize) -> Vec<Vec<i32>> {
+pub(crate) fn led_by(me: i32, others: &[i32], partitions: i32, rf: usize) -> Vec<Vec<i32>> {
     (0..partitions.max(0) as usize)
         .map(|p| {
             let mut r = vec![me];

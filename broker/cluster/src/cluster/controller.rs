@@ -29,7 +29,7 @@ pub enum Role {
 }
 
 /// Campaigns whenever there is no controller; publishes this broker's role.
-pub fn start_election(
+pub(crate) fn start_election(
     store: Arc<dyn ClusterStore>,
     view: ClusterView,
     me: ControllerRecord,

@@ -34,7 +34,7 @@ use super::view::{ClusterSnapshot, ClusterView};
 /// leader hands over to the first live in-sync replica that is not
 /// draining (keeping the lead if there is none); draining followers leave
 /// the ISR, as dead ones do.
-pub fn elect(
+pub(crate) fn elect(
     state: &PartitionState,
     live: &BTreeSet<i32>,
     draining: &BTreeSet<i32>,
@@ -98,7 +98,7 @@ pub fn elect(
 
 /// One pass over every partition at controller epoch `epoch`. Returns the
 /// number of changes written.
-pub async fn run_once(
+pub(crate) async fn run_once(
     store: &dyn ClusterStore,
     snap: &ClusterSnapshot,
     epoch: i64,

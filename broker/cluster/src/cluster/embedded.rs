@@ -45,7 +45,7 @@ struct Watcher {
 }
 
 #[derive(Debug, Default)]
-pub struct EmbeddedStore {
+pub(crate) struct EmbeddedStore {
     state: Mutex<State>,
 }
 

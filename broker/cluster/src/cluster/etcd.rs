@@ -27,7 +27,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 const DEFAULT_PREFIX: &str = "/strata";
 
 #[derive(Debug)]
-pub struct EtcdStore {
+pub(crate) struct EtcdStore {
     client: reqwest::Client,
     /// `http://host:port`, one per etcd member given.
     endpoints: Vec<String>,
@@ -39,7 +39,7 @@ pub struct EtcdStore {
 
 impl EtcdStore {
     /// `etcd://HOST:PORT[,HOST:PORT...][/PREFIX]`.
-    pub fn from_url(url: &str) -> Result<EtcdStore, StoreError> {
+    pub(crate) fn from_url(url: &str) -> Result<EtcdStore, StoreError> {
         let bad = |why: &str| {
             StoreError::Protocol(format!(
                 "--metadata `{url}`: {why}; expected etcd://HOST:PORT[,HOST:PORT...][/PREFIX]"

@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub struct EtcdServer {
+pub(crate) struct EtcdServer {
     child: Child,
     pub client_port: u16,
     _dir: tempfile::TempDir,

@@ -33,7 +33,7 @@ use strata_storage::log_manager::LogManager;
 const INTERNAL: [&str; 2] = [OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC];
 
 /// Creates what is missing. Returns the names written.
-pub async fn ensure(
+pub(crate) async fn ensure(
     store: &dyn ClusterStore,
     snap: &ClusterSnapshot,
     logs: &LogManager,

@@ -25,7 +25,7 @@ use super::view::{ClusterSnapshot, ClusterView};
 
 /// Settings read once at start.
 #[derive(Debug, Clone, Copy)]
-pub struct BalanceSettings {
+pub(crate) struct BalanceSettings {
     pub interval: Duration,
     /// Percent of a broker's preferred partitions led elsewhere that it
     /// tolerates.
@@ -34,7 +34,7 @@ pub struct BalanceSettings {
 
 /// The preferred elections a balance check wants: (topic, partition, the
 /// key's revision, next state).
-pub fn preferred_elections(
+pub(crate) fn preferred_elections(
     snap: &ClusterSnapshot,
     max_imbalance_pct: i32,
 ) -> Vec<(String, i32, i64, PartitionState)> {

@@ -43,7 +43,7 @@ pub enum RegisterError {
 }
 
 /// Registers `me` once: fails if another live process holds the node id.
-pub async fn register_once(
+pub(crate) async fn register_once(
     store: &dyn ClusterStore,
     me: &BrokerRegistration,
     ttl: Duration,
@@ -195,7 +195,7 @@ impl Membership {
     }
 
     /// Marks the registration as shutting down (controlled shutdown).
-    pub fn begin_controlled_shutdown(&self) {
+    pub(crate) fn begin_controlled_shutdown(&self) {
         let _ = self.draining.send(true);
     }
 }

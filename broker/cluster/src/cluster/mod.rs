@@ -10,13 +10,13 @@ pub mod controller;
 pub mod elections;
 pub mod embedded;
 pub mod etcd;
-pub mod internal_topics;
-pub mod leader_balance;
+pub(crate) mod internal_topics;
+pub(crate) mod leader_balance;
 pub mod membership;
 pub mod metrics;
 pub mod partition_writes;
 pub mod producer_id_blocks;
-pub mod publisher;
+pub(crate) mod publisher;
 pub mod quorum;
 pub mod reassignment;
 pub mod reconciler;
@@ -302,7 +302,7 @@ impl Cluster {
         self.membership.registered.borrow().is_some()
     }
 
-    pub fn is_controller(&self) -> bool {
+    pub(crate) fn is_controller(&self) -> bool {
         matches!(*self.role.borrow(), Role::Active { .. })
     }
 

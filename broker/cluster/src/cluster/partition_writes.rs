@@ -19,7 +19,7 @@ use super::view::{ClusterSnapshot, ClusterView};
 /// at `mod_revision` and, with `controller_epoch`, the writer still is
 /// that controller. Ok(Some(store revision)) when written, Ok(None) when
 /// something changed first.
-pub async fn write_partition_state(
+pub(crate) async fn write_partition_state(
     store: &dyn ClusterStore,
     topic: &str,
     partition: i32,
@@ -40,7 +40,7 @@ pub async fn write_partition_state(
 }
 
 /// [`write_partition_state`], with `also` in the same transaction.
-pub async fn write_partition_state_and(
+pub(crate) async fn write_partition_state_and(
     store: &dyn ClusterStore,
     topic: &str,
     partition: i32,

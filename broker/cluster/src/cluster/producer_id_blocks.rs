@@ -15,12 +15,15 @@ use super::store::{ClusterStore, Compare, Op, StoreError};
 use crate::producer_ids::{ProducerIdManager, BLOCK, SHARED_BASE};
 
 /// The next id no broker has been given.
-pub const NEXT_BLOCK_KEY: &str = "producer_ids/next_block";
+pub(crate) const NEXT_BLOCK_KEY: &str = "producer_ids/next_block";
 
 /// Takes the next block: `start..start + BLOCK`, at or above `floor` (ids
 /// below it are in use: the counter is raised past them if an old backup
 /// of the store set it back).
-pub async fn take_block(store: &dyn ClusterStore, floor: i64) -> Result<(i64, i64), StoreError> {
+pub(crate) async fn take_block(
+    store: &dyn ClusterStore,
+    floor: i64,
+) -> Result<(i64, i64), StoreError> {
     loop {
         let current = store.get(NEXT_BLOCK_KEY).await?;
         let (start, guard) = match current {

@@ -32,7 +32,7 @@ use strata_storage::log_manager::{LogManager, Topic};
 /// followed by other live brokers up to its replication factor, with only
 /// this broker in sync until they copied it; an empty one is left to the
 /// controller.
-pub async fn publish_all(
+pub(crate) async fn publish_all(
     store: &dyn ClusterStore,
     view: &ClusterView,
     logs: &LogManager,

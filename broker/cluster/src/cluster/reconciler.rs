@@ -22,7 +22,7 @@ use strata_storage::log_manager::LogManager;
 
 /// Brings `logs` in line with `snap` for broker `me`. Errors are logged
 /// and retried at the next change (the partition stays unavailable here).
-pub fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32, incarnation: Uuid) {
+pub(crate) fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32, incarnation: Uuid) {
     if !snap.connected {
         return;
     }

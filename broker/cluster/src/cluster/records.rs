@@ -8,44 +8,44 @@ use uuid::Uuid;
 use super::store::StoreError;
 
 /// The cluster id, written once by the first broker of a cluster.
-pub const CLUSTER_ID_KEY: &str = "cluster_id";
+pub(crate) const CLUSTER_ID_KEY: &str = "cluster_id";
 /// The controller's record, attached to its lease. The key's create
 /// revision is the controller epoch: every election makes a new one.
-pub const CONTROLLER_KEY: &str = "controller";
+pub(crate) const CONTROLLER_KEY: &str = "controller";
 /// Live brokers' registrations, one per node id, each on its lease.
-pub const BROKERS_PREFIX: &str = "brokers/";
+pub(crate) const BROKERS_PREFIX: &str = "brokers/";
 
 /// Topics: `topics/<name>`.
 pub const TOPICS_PREFIX: &str = "topics/";
 /// Partition state: `partitions/<topic>/<partition>`.
-pub const PARTITIONS_PREFIX: &str = "partitions/";
+pub(crate) const PARTITIONS_PREFIX: &str = "partitions/";
 /// Quorum topics' election reports: `replica_reports/<topic>/<p>/<node>`
 /// (docs/quorum-acks.md).
-pub const REPORTS_PREFIX: &str = "replica_reports/";
+pub(crate) const REPORTS_PREFIX: &str = "replica_reports/";
 
-pub fn broker_key(node_id: i32) -> String {
+pub(crate) fn broker_key(node_id: i32) -> String {
     format!("{BROKERS_PREFIX}{node_id}")
 }
 
-pub fn topic_key(name: &str) -> String {
+pub(crate) fn topic_key(name: &str) -> String {
     format!("{TOPICS_PREFIX}{name}")
 }
 
-pub fn partition_key(topic: &str, partition: i32) -> String {
+pub(crate) fn partition_key(topic: &str, partition: i32) -> String {
     format!("{PARTITIONS_PREFIX}{topic}/{partition}")
 }
 
-pub fn report_key(topic: &str, partition: i32, node_id: i32) -> String {
+pub(crate) fn report_key(topic: &str, partition: i32, node_id: i32) -> String {
     format!("{REPORTS_PREFIX}{topic}/{partition}/{node_id}")
 }
 
 /// The prefix of one partition's reports.
-pub fn reports_prefix(topic: &str, partition: i32) -> String {
+pub(crate) fn reports_prefix(topic: &str, partition: i32) -> String {
     format!("{REPORTS_PREFIX}{topic}/{partition}/")
 }
 
 /// `replica_reports/<topic>/<p>/<node>` → (topic, p, node).
-pub fn parse_report_key(key: &str) -> Option<(&str, i32, i32)> {
+pub(crate) fn parse_report_key(key: &str) -> Option<(&str, i32, i32)> {
     let rest = key.strip_prefix(REPORTS_PREFIX)?;
     let (rest, node) = rest.rsplit_once('/')?;
     let (topic, p) = rest.rsplit_once('/')?;
@@ -53,7 +53,7 @@ pub fn parse_report_key(key: &str) -> Option<(&str, i32, i32)> {
 }
 
 /// `partitions/<topic>/<p>` → (topic, p).
-pub fn parse_partition_key(key: &str) -> Option<(&str, i32)> {
+pub(crate) fn parse_partition_key(key: &str) -> Option<(&str, i32)> {
     let rest = key.strip_prefix(PARTITIONS_PREFIX)?;
     let (topic, p) = rest.rsplit_once('/')?;
     Some((topic, p.parse().ok()?))
@@ -160,7 +160,7 @@ impl PartitionState {
 
     /// The replicas the partition will have once its reassignment
     /// completes (its replicas when none is under way).
-    pub fn target_replicas(&self) -> Vec<i32> {
+    pub(crate) fn target_replicas(&self) -> Vec<i32> {
         self.replicas
             .iter()
             .copied()

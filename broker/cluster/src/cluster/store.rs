@@ -18,9 +18,9 @@ use tokio::sync::mpsc;
 
 /// A store-wide, monotonically increasing version number: every committed
 /// write gets the next one.
-pub type Revision = i64;
+pub(crate) type Revision = i64;
 /// A lease: keys attached to it vanish when it expires or is revoked.
-pub type LeaseId = i64;
+pub(crate) type LeaseId = i64;
 
 /// One key and its value with the revisions etcd keeps for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +73,7 @@ impl Op {
             lease: 0,
         }
     }
-    pub fn put_leased(key: impl Into<String>, value: Vec<u8>, lease: LeaseId) -> Op {
+    pub(crate) fn put_leased(key: impl Into<String>, value: Vec<u8>, lease: LeaseId) -> Op {
         Op::Put {
             key: key.into(),
             value,
@@ -83,7 +83,7 @@ impl Op {
     pub fn delete(key: impl Into<String>) -> Op {
         Op::Delete { key: key.into() }
     }
-    pub fn delete_prefix(prefix: impl Into<String>) -> Op {
+    pub(crate) fn delete_prefix(prefix: impl Into<String>) -> Op {
         Op::DeletePrefix {
             prefix: prefix.into(),
         }
@@ -125,7 +125,7 @@ impl WatchEvent {
 /// revisions' events; a revision's events are never split). The stream ends with an error when the watch breaks (the
 /// store went away, the start revision was compacted); a watcher then
 /// lists again and watches from the listed revision.
-pub type WatchStream = mpsc::Receiver<Result<Vec<WatchEvent>, StoreError>>;
+pub(crate) type WatchStream = mpsc::Receiver<Result<Vec<WatchEvent>, StoreError>>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

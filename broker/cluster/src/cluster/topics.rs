@@ -25,7 +25,7 @@ const OPS_PER_TXN: usize = 100;
 
 /// A new partition's state: its preferred leader leads, every replica is
 /// in sync (an empty log is).
-pub fn new_partition(replicas: Vec<i32>) -> PartitionState {
+pub(crate) fn new_partition(replicas: Vec<i32>) -> PartitionState {
     PartitionState {
         leader: replicas.first().copied().unwrap_or(-1),
         leader_epoch: 0,
@@ -86,7 +86,7 @@ pub async fn create_topic(
 /// (the first replica of each list): only it is in sync, the others join
 /// the ISR once they copied it. Each partition leads at its copy's newest
 /// leader epoch (`leader_epochs`, 0 where missing).
-pub async fn create_topic_from_copy(
+pub(crate) async fn create_topic_from_copy(
     store: &dyn ClusterStore,
     name: &str,
     id: Uuid,

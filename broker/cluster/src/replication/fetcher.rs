@@ -47,8 +47,8 @@ const EARLIEST_LOCAL: i64 = -4;
 
 /// Record bytes this broker's fetchers appended as a follower, and how
 /// many partitions started at the bucket's end (`/metrics`).
-pub static REPLICATED_BYTES: AtomicU64 = AtomicU64::new(0);
-pub static TIERED_STARTS: AtomicU64 = AtomicU64::new(0);
+pub(crate) static REPLICATED_BYTES: AtomicU64 = AtomicU64::new(0);
+pub(crate) static TIERED_STARTS: AtomicU64 = AtomicU64::new(0);
 
 /// The fetcher's settings (`replica.*` broker configs).
 #[derive(Debug, Clone, Copy)]
@@ -80,7 +80,7 @@ struct Followed {
 type Key = (String, i32);
 
 /// A running fetcher; dropping it stops the task.
-pub struct ReplicaFetcher {
+pub(crate) struct ReplicaFetcher {
     partitions: Arc<Mutex<BTreeMap<Key, Followed>>>,
     changed: Arc<Notify>,
     stop: watch::Sender<bool>,
@@ -126,7 +126,7 @@ impl ReplicaFetcher {
     /// Serves exactly `wanted` ((topic, partition) → log and leader
     /// epoch). A partition new here, or at a new epoch, starts by
     /// truncating.
-    pub fn set_partitions(&self, wanted: BTreeMap<Key, (Arc<PartitionLog>, i32)>) {
+    pub(crate) fn set_partitions(&self, wanted: BTreeMap<Key, (Arc<PartitionLog>, i32)>) {
         let mut parts = self.partitions.lock().unwrap_or_else(|e| e.into_inner());
         parts.retain(|k, _| wanted.contains_key(k));
         let mut changed = false;
@@ -638,7 +638,7 @@ impl FetcherTask {
 /// has is from epochs the leader never had: back to the log start. An
 /// unknown epoch truncates to the high watermark. The fetcher asks again
 /// if the logs still disagree.
-pub fn divergence_point(log: &PartitionLog, leader_epoch: i32, leader_end: i64) -> i64 {
+pub(crate) fn divergence_point(log: &PartitionLog, leader_epoch: i32, leader_end: i64) -> i64 {
     let leo = log.log_end_offset();
     if leader_epoch < 0 || leader_end < 0 {
         return log.high_watermark().min(leo);

@@ -20,7 +20,7 @@ use strata_storage::log::PartitionLog;
 
 /// Writes `isr` for `topic`/`partition` led by `me`. Ok(Some(revision))
 /// when written, Ok(None) when the state moved on (the caller re-reads).
-pub async fn alter_isr(
+pub(crate) async fn alter_isr(
     store: &dyn ClusterStore,
     topic: &str,
     partition: i32,
@@ -42,7 +42,7 @@ pub async fn alter_isr(
 /// leads at a new epoch, as Kafka's leader does after re-registering, so
 /// that followers truncate what it no longer has by epoch. Ok(true) when
 /// written.
-pub async fn bump_leader_epoch(
+pub(crate) async fn bump_leader_epoch(
     store: &dyn ClusterStore,
     topic: &str,
     partition: i32,
@@ -108,7 +108,7 @@ pub fn step_down_state(
 
 /// Writes [`step_down_state`] if the key still holds `current`. Ok(true)
 /// when written.
-pub async fn step_down(
+pub(crate) async fn step_down(
     store: &dyn ClusterStore,
     topic: &str,
     partition: i32,
@@ -124,7 +124,7 @@ pub async fn step_down(
 /// its log no longer changes) fsyncs its log and reports what it holds
 /// for the controller's choice (docs/quorum-acks.md).
 #[allow(clippy::too_many_arguments)]
-pub async fn report_log(
+pub(crate) async fn report_log(
     store: &dyn ClusterStore,
     topic: &str,
     partition: i32,

@@ -19,9 +19,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Record bytes this broker served to consumers as a follower.
-pub static FOLLOWER_READ_BYTES: AtomicU64 = AtomicU64::new(0);
+pub(crate) static FOLLOWER_READ_BYTES: AtomicU64 = AtomicU64::new(0);
 /// Fetch answers in which this leader sent a consumer to another replica.
-pub static PREFERRED_REPLICA_REDIRECTS: AtomicU64 = AtomicU64::new(0);
+pub(crate) static PREFERRED_REPLICA_REDIRECTS: AtomicU64 = AtomicU64::new(0);
 
 pub fn note_follower_read(bytes: usize) {
     FOLLOWER_READ_BYTES.fetch_add(bytes as u64, Ordering::Relaxed);

@@ -76,8 +76,9 @@ mod tests {
 
 /// Kafka's class names for `replica.selector.class` (the only two it
 /// ships; a custom class cannot be loaded into a Rust broker).
-pub const RACK_AWARE_SELECTOR: &str = "org.apache.kafka.common.replica.RackAwareReplicaSelector";
-pub const LEADER_SELECTOR: &str = "org.apache.kafka.common.replica.LeaderSelector";
+pub(crate) const RACK_AWARE_SELECTOR: &str =
+    "org.apache.kafka.common.replica.RackAwareReplicaSelector";
+pub(crate) const LEADER_SELECTOR: &str = "org.apache.kafka.common.replica.LeaderSelector";
 
 /// `replica.selector.class`: one of Kafka's two selectors.
 pub(super) fn check_replica_selector(v: &str) -> Result<(), String> {

@@ -11,7 +11,7 @@ fn any_rack(v: &str) -> Result<(), String> {
     Ok(())
 }
 
-pub const CLUSTER_BROKER_CONFIGS: &[ConfigDef] = &[
+pub(crate) const CLUSTER_BROKER_CONFIGS: &[ConfigDef] = &[
     broker(
         "broker.rack",
         ConfigType::String,

@@ -6,8 +6,8 @@
 //! validates; it never reads or writes topic state on disk.
 
 pub mod checks;
-pub mod cluster_defs;
-pub mod defs;
+pub(crate) mod cluster_defs;
+pub(crate) mod defs;
 pub mod dynamic;
 pub mod reference;
 pub mod settings;

@@ -7,7 +7,7 @@
 
 use super::defs::{ConfigDef, ConfigType, Validator, DYNAMIC_BROKER_CONFIGS, TOPIC_CONFIGS};
 
-pub const BEGIN: &str =
+pub(crate) const BEGIN: &str =
     "<!-- BEGIN GENERATED: strata config reference (do not edit; see docs/operations.md) -->";
 pub const END: &str = "<!-- END GENERATED -->";
 

@@ -103,7 +103,7 @@ pub struct GroupCoordinator {
 }
 
 /// Whether `topic`/`partition` exists in the cluster.
-pub type PartitionKnown = Arc<dyn Fn(&str, i32) -> bool + Send + std::marker::Sync>;
+pub(crate) type PartitionKnown = Arc<dyn Fn(&str, i32) -> bool + Send + std::marker::Sync>;
 
 /// The cluster's partitions, once known (a single broker has none).
 #[derive(Default)]
@@ -187,7 +187,8 @@ impl GroupCoordinator {
         self.groups.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn partition_of(&self, group: &str) -> i32 {
+    #[cfg(test)]
+    pub(crate) fn partition_of(&self, group: &str) -> i32 {
         self.store.partition_of(group)
     }
 
@@ -492,7 +493,7 @@ impl GroupCoordinator {
     }
 
     /// Takes one round of lag samples (blocking: reads batch headers).
-    pub fn sample_lag(&self) {
+    pub(crate) fn sample_lag(&self) {
         let obs = self.lag_observations();
         self.lag.record(
             self.clock.now(),
@@ -505,7 +506,7 @@ impl GroupCoordinator {
     }
 
     /// Completed rebalances of each group since this coordinator loaded it.
-    pub fn rebalances(&self) -> Vec<(String, u64)> {
+    pub(crate) fn rebalances(&self) -> Vec<(String, u64)> {
         let groups = self.lock();
         let mut v: Vec<(String, u64)> = groups
             .values()

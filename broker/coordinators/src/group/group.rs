@@ -88,12 +88,12 @@ pub struct Member {
 
 impl Member {
     /// When the member's session expires unless it heartbeats first.
-    pub fn session_deadline(&self) -> Instant {
+    pub(crate) fn session_deadline(&self) -> Instant {
         self.last_heartbeat
             + std::time::Duration::from_millis(self.session_timeout_ms.max(0) as u64)
     }
 
-    pub fn metadata_for(&self, protocol: &str) -> Bytes {
+    pub(crate) fn metadata_for(&self, protocol: &str) -> Bytes {
         self.protocols
             .iter()
             .find(|(n, _)| n == protocol)
@@ -105,7 +105,7 @@ impl Member {
         self.protocols.iter().any(|(n, _)| n == protocol)
     }
 
-    pub fn same_protocols(&self, other: &[(String, Bytes)]) -> bool {
+    pub(crate) fn same_protocols(&self, other: &[(String, Bytes)]) -> bool {
         self.protocols == other
     }
 }
@@ -162,7 +162,7 @@ impl Group {
         self.members.is_empty()
     }
 
-    pub fn add_member(&mut self, m: Member) {
+    pub(crate) fn add_member(&mut self, m: Member) {
         if let Some(i) = &m.group_instance_id {
             self.static_members.insert(i.clone(), m.member_id.clone());
         }
@@ -178,7 +178,7 @@ impl Group {
         self.members.insert(m.member_id.clone(), m);
     }
 
-    pub fn remove_member(&mut self, member_id: &str) -> Option<Member> {
+    pub(crate) fn remove_member(&mut self, member_id: &str) -> Option<Member> {
         let m = self.members.remove(member_id)?;
         self.join_order.retain(|id| id != member_id);
         if let Some(i) = &m.group_instance_id {
@@ -194,7 +194,7 @@ impl Group {
 
     /// Protocols every member supports, by votes of each member's first
     /// supported choice (Kafka's `selectProtocol`).
-    pub fn select_protocol(&self) -> Option<String> {
+    pub(crate) fn select_protocol(&self) -> Option<String> {
         let first = self
             .join_order
             .first()
@@ -238,7 +238,7 @@ impl Group {
             .any(|(n, _)| self.members.values().all(|m| m.supports(n)))
     }
 
-    pub fn max_rebalance_timeout_ms(&self) -> i32 {
+    pub(crate) fn max_rebalance_timeout_ms(&self) -> i32 {
         self.members
             .values()
             .map(|m| m.rebalance_timeout_ms)
@@ -246,12 +246,12 @@ impl Group {
             .unwrap_or(0)
     }
 
-    pub fn all_joined(&self) -> bool {
+    pub(crate) fn all_joined(&self) -> bool {
         self.pending_members.is_empty() && self.members.values().all(|m| m.awaiting_join.is_some())
     }
 
     /// The current subscription of members, for OffsetDelete's check.
-    pub fn subscribed_topics(&self) -> Option<std::collections::HashSet<String>> {
+    pub(crate) fn subscribed_topics(&self) -> Option<std::collections::HashSet<String>> {
         if self.protocol_type.as_deref() != Some("consumer") {
             return None;
         }

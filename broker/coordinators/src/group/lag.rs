@@ -259,7 +259,7 @@ impl LagTracker {
     }
 
     /// Each sampled partition's append rate (records per second).
-    pub fn produce_rates(&self) -> Vec<(PartitionKey, f64)> {
+    pub(crate) fn produce_rates(&self) -> Vec<(PartitionKey, f64)> {
         let inner = self.lock();
         let min_span = self.min_span();
         let mut out: Vec<(PartitionKey, f64)> = inner

@@ -36,7 +36,7 @@ impl GroupCoordinator {
     /// partition starts (the load replays it) or after it finished (the
     /// loaded pending offsets end with it). None while the partition loads
     /// (the sender retries).
-    pub fn admit_txn_marker(&self, p: i32) -> Option<MutexGuard<'_, ()>> {
+    pub(crate) fn admit_txn_marker(&self, p: i32) -> Option<MutexGuard<'_, ()>> {
         let gate = self.load_gate.lock().unwrap_or_else(|e| e.into_inner());
         (self.store.coordination().check(p) != Err(ResponseError::CoordinatorLoadInProgress))
             .then_some(gate)
@@ -45,7 +45,7 @@ impl GroupCoordinator {
     /// Loads the partitions this broker now leads and drops those it no
     /// longer leads at the epoch they were loaded at (off the async
     /// workers: a load reads the partition's whole log).
-    pub async fn follow_leadership(self: &Arc<Self>) {
+    pub(crate) async fn follow_leadership(self: &Arc<Self>) {
         let me = self.clone();
         let _ = tokio::task::spawn_blocking(move || me.follow_leadership_now()).await;
     }

@@ -8,9 +8,9 @@ pub mod lag;
 pub mod loading;
 pub mod metrics;
 pub mod offsets;
-pub mod pending_txn;
+pub(crate) mod pending_txn;
 pub mod records;
-pub mod remote_lag;
+pub(crate) mod remote_lag;
 pub mod store;
 /// The consumer protocol's embedded messages, which the coordinator
 /// otherwise treats as opaque bytes.

@@ -339,7 +339,7 @@ impl GroupCoordinator {
 
     /// Expires offsets of empty groups older than `offsets.retention.minutes`
     /// (counted from the later of the commit and the group becoming empty).
-    pub fn expire_offsets(&self) {
+    pub(crate) fn expire_offsets(&self) {
         if self.cfg.offsets_retention_ms <= 0 {
             return;
         }

@@ -10,16 +10,16 @@ use bytes::Bytes;
 use super::records::{OffsetValue, RecordKey};
 
 /// One pending offset: (group, topic, partition, value).
-pub type PendingOffset = (String, String, i32, OffsetValue);
+pub(crate) type PendingOffset = (String, String, i32, OffsetValue);
 
 #[derive(Debug, Default)]
-pub struct PendingTxnOffsets {
+pub(crate) struct PendingTxnOffsets {
     pub(super) by_producer: HashMap<i64, Vec<PendingOffset>>,
 }
 
 impl PendingTxnOffsets {
     /// A transactional record found by replay.
-    pub fn add_replayed(&mut self, producer_id: i64, key: RecordKey, value: Option<Bytes>) {
+    pub(crate) fn add_replayed(&mut self, producer_id: i64, key: RecordKey, value: Option<Bytes>) {
         if let (
             RecordKey::Offset {
                 group,
@@ -47,7 +47,7 @@ impl PendingTxnOffsets {
 
     /// Keeps only the pending offsets of groups `keep` accepts (a
     /// partition no longer coordinated here drops its own).
-    pub fn retain_groups(&mut self, keep: impl Fn(&str) -> bool) {
+    pub(crate) fn retain_groups(&mut self, keep: impl Fn(&str) -> bool) {
         for offsets in self.by_producer.values_mut() {
             offsets.retain(|(g, _, _, _)| keep(g));
         }

@@ -25,7 +25,7 @@ const GROUP_VALUE_VERSION: i16 = 3;
 
 /// Key of a `__consumer_offsets` record.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum RecordKey {
+pub(crate) enum RecordKey {
     Offset {
         group: String,
         topic: String,
@@ -55,7 +55,7 @@ pub struct OffsetValue {
 
 /// One member of a group, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MemberRecord {
+pub(crate) struct MemberRecord {
     pub member_id: String,
     pub group_instance_id: Option<String>,
     pub client_id: String,
@@ -68,7 +68,7 @@ pub struct MemberRecord {
 
 /// A group's membership as of its last completed rebalance.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupValue {
+pub(crate) struct GroupValue {
     pub protocol_type: String,
     pub generation: i32,
     pub protocol: Option<String>,

@@ -23,7 +23,7 @@ use kafka_protocol::protocol::StrBytes;
 use strata_cluster::replication::client::BrokerClient;
 
 /// Where a partition's leader is: (node id, host, port), from the cluster view.
-pub type LeaderOf = Arc<dyn Fn(&str, i32) -> Option<(i32, String, i32)> + Send + Sync>;
+pub(crate) type LeaderOf = Arc<dyn Fn(&str, i32) -> Option<(i32, String, i32)> + Send + Sync>;
 
 const MAX_TIMESTAMP_FETCHES: usize = 200;
 const MAX_RESPONSE_BYTES: usize = 16 << 20;
@@ -59,7 +59,7 @@ impl RemoteWatermarks {
     }
 
     /// The timestamp of the batch holding `offset`, if fetched.
-    pub fn timestamp_at(&self, topic: &str, partition: i32, offset: i64) -> Option<i64> {
+    pub(crate) fn timestamp_at(&self, topic: &str, partition: i32, offset: i64) -> Option<i64> {
         self.lock()
             .get(&(topic.to_string(), partition))
             .and_then(|r| r.timestamps.get(&offset).copied().flatten())
@@ -73,7 +73,7 @@ impl RemoteWatermarks {
 
 /// The committed offsets of partitions this broker does not host, by
 /// partition: the offsets groups committed there.
-pub type Wanted = BTreeMap<(String, i32), BTreeSet<i64>>;
+pub(crate) type Wanted = BTreeMap<(String, i32), BTreeSet<i64>>;
 
 /// One pass: asks each leader for its partitions' high watermarks and the
 /// batch timestamps at the offsets groups committed.

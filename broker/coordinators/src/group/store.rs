@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use super::records::{partition_for, RecordKey};
 use strata_cluster::coordinator_log::{CoordinatorLog, CoordinatorWriteError, Replayed};
-use strata_storage::log::{LogError, PartitionLog};
+use strata_storage::log::LogError;
 use strata_storage::log_manager::{LogManager, TopicError};
 
 pub use strata_cluster::coordinator_log::PendingWrite;
@@ -19,13 +19,13 @@ pub use strata_cluster::coordinator_log::PendingWrite;
 pub use strata_common::topic_name::OFFSETS_TOPIC;
 
 #[derive(Debug)]
-pub struct OffsetsLog {
+pub(crate) struct OffsetsLog {
     log: CoordinatorLog,
 }
 
 /// A record of `__consumer_offsets` as replay finds it.
 #[derive(Debug)]
-pub enum OffsetsRecord {
+pub(crate) enum OffsetsRecord {
     /// (key, value; None = tombstone), and the producer whose open
     /// transaction wrote it, if any.
     Record(RecordKey, Option<Bytes>, Option<i64>),
@@ -47,20 +47,12 @@ impl OffsetsLog {
         })
     }
 
-    pub fn partitions(&self) -> i32 {
-        self.log.partitions()
-    }
-
-    pub fn log(&self, partition: i32) -> Option<Arc<PartitionLog>> {
-        self.log.log(partition)
-    }
-
     /// Which partitions are coordinated here, and the loading protocol.
-    pub fn coordination(&self) -> &CoordinatorLog {
+    pub(crate) fn coordination(&self) -> &CoordinatorLog {
         &self.log
     }
 
-    pub fn partition_of(&self, group: &str) -> i32 {
+    pub(crate) fn partition_of(&self, group: &str) -> i32 {
         partition_for(group, self.log.partitions())
     }
 
@@ -74,7 +66,7 @@ impl OffsetsLog {
     }
 
     /// [`Self::append`] as part of a producer's transaction (id, epoch).
-    pub fn append_for(
+    pub(crate) fn append_for(
         &self,
         group: &str,
         records: &[(RecordKey, Option<Bytes>)],

@@ -132,7 +132,7 @@ impl GroupCoordinator {
 
 impl GroupCoordinator {
     /// Committed offsets on partitions this broker does not host.
-    pub fn remote_lag_wanted(&self) -> super::remote_lag::Wanted {
+    pub(crate) fn remote_lag_wanted(&self) -> super::remote_lag::Wanted {
         let groups = self.lock();
         let mut out = super::remote_lag::Wanted::new();
         for g in groups.values() {

@@ -42,7 +42,7 @@ pub enum MarkerWriteError {
 
 /// Why markers were not all written.
 #[derive(Debug)]
-pub enum MarkerFailure {
+pub(crate) enum MarkerFailure {
     /// Try again (no leader, a leader that refused or did not answer).
     Retry(String),
     /// A partition took a marker from a newer coordinator of this
@@ -305,7 +305,7 @@ impl TransactionCoordinator {
     }
 
     /// Aborts every transaction open longer than its timeout.
-    pub async fn abort_timed_out(self: Arc<Self>) {
+    pub(crate) async fn abort_timed_out(self: Arc<Self>) {
         let now = self.clock.now_ms();
         let expired: Vec<String> = self
             .lock()

@@ -590,7 +590,7 @@ impl TransactionCoordinator {
     }
 
     /// Open transactions, and the age of the oldest in ms (0: none).
-    pub fn ongoing_summary(&self, now: i64) -> (usize, i64) {
+    pub(crate) fn ongoing_summary(&self, now: i64) -> (usize, i64) {
         let txns = self.lock();
         let open = txns.values().filter(|m| m.state == TxnState::Ongoing);
         let (count, oldest) = open.fold((0, i64::MAX), |(n, o), m| (n + 1, o.min(m.start_ms)));

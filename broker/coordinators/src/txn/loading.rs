@@ -18,7 +18,7 @@ use strata_storage::log::LogError;
 
 impl TransactionCoordinator {
     /// The partition of `__transaction_state` that holds `id`.
-    pub fn partition_of(&self, id: &str) -> i32 {
+    pub(crate) fn partition_of(&self, id: &str) -> i32 {
         partition_for(id, self.log.partitions())
     }
 
@@ -31,7 +31,7 @@ impl TransactionCoordinator {
     /// Loads the partitions this broker now leads and drops those it no
     /// longer leads at the epoch they were loaded at (off the async
     /// workers: a load reads the partition's whole log).
-    pub async fn follow_leadership(self: &Arc<Self>) {
+    pub(crate) async fn follow_leadership(self: &Arc<Self>) {
         let me = self.clone();
         let _ = tokio::task::spawn_blocking(move || me.follow_leadership_now()).await;
     }

@@ -71,7 +71,7 @@ impl TxnState {
     }
 
     /// Markers are being written (or must be, after a restart).
-    pub fn is_prepared(self) -> bool {
+    pub(crate) fn is_prepared(self) -> bool {
         matches!(
             self,
             TxnState::PrepareCommit | TxnState::PrepareAbort | TxnState::PrepareEpochFence
@@ -81,7 +81,7 @@ impl TxnState {
 
 /// One transactional id's state as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TxnValue {
+pub(crate) struct TxnValue {
     pub producer_id: i64,
     pub producer_epoch: i16,
     pub timeout_ms: i32,
@@ -91,14 +91,14 @@ pub struct TxnValue {
     pub start_ms: i64,
 }
 
-pub fn encode_key(transactional_id: &str) -> Bytes {
+pub(crate) fn encode_key(transactional_id: &str) -> Bytes {
     let mut b = BytesMut::with_capacity(4 + transactional_id.len());
     b.put_i16(KEY_VERSION);
     put_str(&mut b, transactional_id);
     b.freeze()
 }
 
-pub fn decode_key(mut b: Bytes) -> Result<String, RecordError> {
+pub(crate) fn decode_key(mut b: Bytes) -> Result<String, RecordError> {
     let version = get_i16(&mut b)?;
     if version != KEY_VERSION {
         return Err(RecordError::Version {

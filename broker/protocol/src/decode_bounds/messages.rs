@@ -196,7 +196,7 @@ const ADD_OFFSETS_TO_TXN_REQUEST__ADD_OFFSETS_TO_TXN_REQUEST: &[F] = &[
     F::new("ProducerEpoch", V(0, MAX), T::I16),
     F::new("GroupId", V(0, MAX), T::Str),
 ];
-pub static ADD_OFFSETS_TO_TXN_REQUEST: Message = Message {
+pub(crate) static ADD_OFFSETS_TO_TXN_REQUEST: Message = Message {
     name: "AddOffsetsToTxnRequest",
     valid: V(0, 4),
     flexible_from: 3,
@@ -230,7 +230,7 @@ const ADD_PARTITIONS_TO_TXN_REQUEST__ADD_PARTITIONS_TO_TXN_REQUEST: &[F] = &[
     F::new("V3AndBelowProducerEpoch", V(0, 3), T::I16),
     F::new("V3AndBelowTopics", V(0, 3), T::Array(size_of::<kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic>(), &T::Struct(ADD_PARTITIONS_TO_TXN_REQUEST__ADD_PARTITIONS_TO_TXN_TOPIC))),
 ];
-pub static ADD_PARTITIONS_TO_TXN_REQUEST: Message = Message {
+pub(crate) static ADD_PARTITIONS_TO_TXN_REQUEST: Message = Message {
     name: "AddPartitionsToTxnRequest",
     valid: V(0, 5),
     flexible_from: 3,
@@ -256,7 +256,7 @@ const ADD_RAFT_VOTER_REQUEST__ADD_RAFT_VOTER_REQUEST: &[F] = &[
         ),
     ),
 ];
-pub static ADD_RAFT_VOTER_REQUEST: Message = Message {
+pub(crate) static ADD_RAFT_VOTER_REQUEST: Message = Message {
     name: "AddRaftVoterRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -267,7 +267,7 @@ const ALLOCATE_PRODUCER_IDS_REQUEST__ALLOCATE_PRODUCER_IDS_REQUEST: &[F] = &[
     F::new("BrokerId", V(0, MAX), T::I32),
     F::new("BrokerEpoch", V(0, MAX), T::I64),
 ];
-pub static ALLOCATE_PRODUCER_IDS_REQUEST: Message = Message {
+pub(crate) static ALLOCATE_PRODUCER_IDS_REQUEST: Message = Message {
     name: "AllocateProducerIdsRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -312,7 +312,7 @@ const ALTER_CLIENT_QUOTAS_REQUEST__ALTER_CLIENT_QUOTAS_REQUEST: &[F] = &[
     ),
     F::new("ValidateOnly", V(0, MAX), T::Bool),
 ];
-pub static ALTER_CLIENT_QUOTAS_REQUEST: Message = Message {
+pub(crate) static ALTER_CLIENT_QUOTAS_REQUEST: Message = Message {
     name: "AlterClientQuotasRequest",
     valid: V(0, 1),
     flexible_from: 1,
@@ -346,7 +346,7 @@ const ALTER_CONFIGS_REQUEST__ALTER_CONFIGS_REQUEST: &[F] = &[
     ),
     F::new("ValidateOnly", V(0, MAX), T::Bool),
 ];
-pub static ALTER_CONFIGS_REQUEST: Message = Message {
+pub(crate) static ALTER_CONFIGS_REQUEST: Message = Message {
     name: "AlterConfigsRequest",
     valid: V(0, 2),
     flexible_from: 2,
@@ -374,7 +374,7 @@ const ALTER_PARTITION_REASSIGNMENTS_REQUEST__ALTER_PARTITION_REASSIGNMENTS_REQUE
         ),
     ),
 ];
-pub static ALTER_PARTITION_REASSIGNMENTS_REQUEST: Message = Message {
+pub(crate) static ALTER_PARTITION_REASSIGNMENTS_REQUEST: Message = Message {
     name: "AlterPartitionReassignmentsRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -424,7 +424,7 @@ const ALTER_PARTITION_REQUEST__ALTER_PARTITION_REQUEST: &[F] = &[
         ),
     ),
 ];
-pub static ALTER_PARTITION_REQUEST: Message = Message {
+pub(crate) static ALTER_PARTITION_REQUEST: Message = Message {
     name: "AlterPartitionRequest",
     valid: V(0, 3),
     flexible_from: 0,
@@ -456,7 +456,7 @@ const ALTER_REPLICA_LOG_DIRS_REQUEST__ALTER_REPLICA_LOG_DIRS_REQUEST: &[F] = &[F
         &T::Struct(ALTER_REPLICA_LOG_DIRS_REQUEST__ALTER_REPLICA_LOG_DIR),
     ),
 )];
-pub static ALTER_REPLICA_LOG_DIRS_REQUEST: Message = Message {
+pub(crate) static ALTER_REPLICA_LOG_DIRS_REQUEST: Message = Message {
     name: "AlterReplicaLogDirsRequest",
     valid: V(0, 2),
     flexible_from: 2,
@@ -478,7 +478,7 @@ const ALTER_USER_SCRAM_CREDENTIALS_REQUEST__ALTER_USER_SCRAM_CREDENTIALS_REQUEST
     F::new("Deletions", V(0, MAX), T::Array(size_of::<kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialDeletion>(), &T::Struct(ALTER_USER_SCRAM_CREDENTIALS_REQUEST__SCRAM_CREDENTIAL_DELETION))),
     F::new("Upsertions", V(0, MAX), T::Array(size_of::<kafka_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion>(), &T::Struct(ALTER_USER_SCRAM_CREDENTIALS_REQUEST__SCRAM_CREDENTIAL_UPSERTION))),
 ];
-pub static ALTER_USER_SCRAM_CREDENTIALS_REQUEST: Message = Message {
+pub(crate) static ALTER_USER_SCRAM_CREDENTIALS_REQUEST: Message = Message {
     name: "AlterUserScramCredentialsRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -489,7 +489,7 @@ const API_VERSIONS_REQUEST__API_VERSIONS_REQUEST: &[F] = &[
     F::new("ClientSoftwareName", V(3, MAX), T::Str),
     F::new("ClientSoftwareVersion", V(3, MAX), T::Str),
 ];
-pub static API_VERSIONS_REQUEST: Message = Message {
+pub(crate) static API_VERSIONS_REQUEST: Message = Message {
     name: "ApiVersionsRequest",
     valid: V(0, 4),
     flexible_from: 3,
@@ -532,7 +532,7 @@ const ASSIGN_REPLICAS_TO_DIRS_REQUEST__ASSIGN_REPLICAS_TO_DIRS_REQUEST: &[F] = &
         ),
     ),
 ];
-pub static ASSIGN_REPLICAS_TO_DIRS_REQUEST: Message = Message {
+pub(crate) static ASSIGN_REPLICAS_TO_DIRS_REQUEST: Message = Message {
     name: "AssignReplicasToDirsRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -581,7 +581,7 @@ const BEGIN_QUORUM_EPOCH_REQUEST__BEGIN_QUORUM_EPOCH_REQUEST: &[F] = &[
         ),
     ),
 ];
-pub static BEGIN_QUORUM_EPOCH_REQUEST: Message = Message {
+pub(crate) static BEGIN_QUORUM_EPOCH_REQUEST: Message = Message {
     name: "BeginQuorumEpochRequest",
     valid: V(0, 1),
     flexible_from: 1,
@@ -602,7 +602,7 @@ const BROKER_HEARTBEAT_REQUEST__BROKER_HEARTBEAT_REQUEST: &[F] = &[
         T::Array(size_of::<[u8; 16]>(), &T::Uuid),
     ),
 ];
-pub static BROKER_HEARTBEAT_REQUEST: Message = Message {
+pub(crate) static BROKER_HEARTBEAT_REQUEST: Message = Message {
     name: "BrokerHeartbeatRequest",
     valid: V(0, 1),
     flexible_from: 0,
@@ -649,7 +649,7 @@ const BROKER_REGISTRATION_REQUEST__BROKER_REGISTRATION_REQUEST: &[F] = &[
     ),
     F::new("PreviousBrokerEpoch", V(3, MAX), T::I64),
 ];
-pub static BROKER_REGISTRATION_REQUEST: Message = Message {
+pub(crate) static BROKER_REGISTRATION_REQUEST: Message = Message {
     name: "BrokerRegistrationRequest",
     valid: V(0, 4),
     flexible_from: 0,
@@ -664,7 +664,7 @@ const CONSUMER_GROUP_DESCRIBE_REQUEST__CONSUMER_GROUP_DESCRIBE_REQUEST: &[F] = &
     ),
     F::new("IncludeAuthorizedOperations", V(0, MAX), T::Bool),
 ];
-pub static CONSUMER_GROUP_DESCRIBE_REQUEST: Message = Message {
+pub(crate) static CONSUMER_GROUP_DESCRIBE_REQUEST: Message = Message {
     name: "ConsumerGroupDescribeRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -699,7 +699,7 @@ const CONSUMER_GROUP_HEARTBEAT_REQUEST__CONSUMER_GROUP_HEARTBEAT_REQUEST: &[F] =
         ),
     ),
 ];
-pub static CONSUMER_GROUP_HEARTBEAT_REQUEST: Message = Message {
+pub(crate) static CONSUMER_GROUP_HEARTBEAT_REQUEST: Message = Message {
     name: "ConsumerGroupHeartbeatRequest",
     valid: V(0, 1),
     flexible_from: 0,
@@ -721,7 +721,7 @@ const CONSUMER_PROTOCOL_ASSIGNMENT__CONSUMER_PROTOCOL_ASSIGNMENT: &[F] = &[
     ),
     F::new("UserData", V(0, MAX), T::Bytes),
 ];
-pub static CONSUMER_PROTOCOL_ASSIGNMENT: Message = Message {
+pub(crate) static CONSUMER_PROTOCOL_ASSIGNMENT: Message = Message {
     name: "ConsumerProtocolAssignment",
     valid: V(0, 3),
     flexible_from: i16::MAX,
@@ -750,7 +750,7 @@ const CONSUMER_PROTOCOL_SUBSCRIPTION__CONSUMER_PROTOCOL_SUBSCRIPTION: &[F] = &[
     F::new("GenerationId", V(2, MAX), T::I32),
     F::new("RackId", V(3, MAX), T::Str),
 ];
-pub static CONSUMER_PROTOCOL_SUBSCRIPTION: Message = Message {
+pub(crate) static CONSUMER_PROTOCOL_SUBSCRIPTION: Message = Message {
     name: "ConsumerProtocolSubscription",
     valid: V(0, 3),
     flexible_from: i16::MAX,
@@ -789,7 +789,7 @@ const CONTROLLER_REGISTRATION_REQUEST__CONTROLLER_REGISTRATION_REQUEST: &[F] = &
         ),
     ),
 ];
-pub static CONTROLLER_REGISTRATION_REQUEST: Message = Message {
+pub(crate) static CONTROLLER_REGISTRATION_REQUEST: Message = Message {
     name: "ControllerRegistrationRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -813,7 +813,7 @@ const CREATE_ACLS_REQUEST__CREATE_ACLS_REQUEST: &[F] = &[F::new(
         &T::Struct(CREATE_ACLS_REQUEST__ACL_CREATION),
     ),
 )];
-pub static CREATE_ACLS_REQUEST: Message = Message {
+pub(crate) static CREATE_ACLS_REQUEST: Message = Message {
     name: "CreateAclsRequest",
     valid: V(0, 3),
     flexible_from: 2,
@@ -838,7 +838,7 @@ const CREATE_DELEGATION_TOKEN_REQUEST__CREATE_DELEGATION_TOKEN_REQUEST: &[F] = &
     ),
     F::new("MaxLifetimeMs", V(0, MAX), T::I64),
 ];
-pub static CREATE_DELEGATION_TOKEN_REQUEST: Message = Message {
+pub(crate) static CREATE_DELEGATION_TOKEN_REQUEST: Message = Message {
     name: "CreateDelegationTokenRequest",
     valid: V(0, 3),
     flexible_from: 2,
@@ -876,7 +876,7 @@ const CREATE_PARTITIONS_REQUEST__CREATE_PARTITIONS_REQUEST: &[F] = &[
     F::new("TimeoutMs", V(0, MAX), T::I32),
     F::new("ValidateOnly", V(0, MAX), T::Bool),
 ];
-pub static CREATE_PARTITIONS_REQUEST: Message = Message {
+pub(crate) static CREATE_PARTITIONS_REQUEST: Message = Message {
     name: "CreatePartitionsRequest",
     valid: V(0, 3),
     flexible_from: 2,
@@ -925,7 +925,7 @@ const CREATE_TOPICS_REQUEST__CREATE_TOPICS_REQUEST: &[F] = &[
     F::new("timeoutMs", V(0, MAX), T::I32),
     F::new("validateOnly", V(1, MAX), T::Bool),
 ];
-pub static CREATE_TOPICS_REQUEST: Message = Message {
+pub(crate) static CREATE_TOPICS_REQUEST: Message = Message {
     name: "CreateTopicsRequest",
     valid: V(0, 7),
     flexible_from: 5,
@@ -949,7 +949,7 @@ const DELETE_ACLS_REQUEST__DELETE_ACLS_REQUEST: &[F] = &[F::new(
         &T::Struct(DELETE_ACLS_REQUEST__DELETE_ACLS_FILTER),
     ),
 )];
-pub static DELETE_ACLS_REQUEST: Message = Message {
+pub(crate) static DELETE_ACLS_REQUEST: Message = Message {
     name: "DeleteAclsRequest",
     valid: V(0, 3),
     flexible_from: 2,
@@ -961,7 +961,7 @@ const DELETE_GROUPS_REQUEST__DELETE_GROUPS_REQUEST: &[F] = &[F::new(
     V(0, MAX),
     T::Array(size_of::<kafka_protocol::protocol::StrBytes>(), &T::Str),
 )];
-pub static DELETE_GROUPS_REQUEST: Message = Message {
+pub(crate) static DELETE_GROUPS_REQUEST: Message = Message {
     name: "DeleteGroupsRequest",
     valid: V(0, 2),
     flexible_from: 2,
@@ -994,7 +994,7 @@ const DELETE_RECORDS_REQUEST__DELETE_RECORDS_REQUEST: &[F] = &[
     ),
     F::new("TimeoutMs", V(0, MAX), T::I32),
 ];
-pub static DELETE_RECORDS_REQUEST: Message = Message {
+pub(crate) static DELETE_RECORDS_REQUEST: Message = Message {
     name: "DeleteRecordsRequest",
     valid: V(0, 2),
     flexible_from: 2,
@@ -1026,7 +1026,7 @@ const DELETE_SHARE_GROUP_STATE_REQUEST__DELETE_SHARE_GROUP_STATE_REQUEST: &[F] =
         ),
     ),
 ];
-pub static DELETE_SHARE_GROUP_STATE_REQUEST: Message = Message {
+pub(crate) static DELETE_SHARE_GROUP_STATE_REQUEST: Message = Message {
     name: "DeleteShareGroupStateRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -1053,7 +1053,7 @@ const DELETE_TOPICS_REQUEST__DELETE_TOPICS_REQUEST: &[F] = &[
     ),
     F::new("TimeoutMs", V(0, MAX), T::I32),
 ];
-pub static DELETE_TOPICS_REQUEST: Message = Message {
+pub(crate) static DELETE_TOPICS_REQUEST: Message = Message {
     name: "DeleteTopicsRequest",
     valid: V(0, 6),
     flexible_from: 4,
@@ -1069,7 +1069,7 @@ const DESCRIBE_ACLS_REQUEST__DESCRIBE_ACLS_REQUEST: &[F] = &[
     F::new("Operation", V(0, MAX), T::I8),
     F::new("PermissionType", V(0, MAX), T::I8),
 ];
-pub static DESCRIBE_ACLS_REQUEST: Message = Message {
+pub(crate) static DESCRIBE_ACLS_REQUEST: Message = Message {
     name: "DescribeAclsRequest",
     valid: V(0, 3),
     flexible_from: 2,
@@ -1092,7 +1092,7 @@ const DESCRIBE_CLIENT_QUOTAS_REQUEST__DESCRIBE_CLIENT_QUOTAS_REQUEST: &[F] = &[
     ),
     F::new("Strict", V(0, MAX), T::Bool),
 ];
-pub static DESCRIBE_CLIENT_QUOTAS_REQUEST: Message = Message {
+pub(crate) static DESCRIBE_CLIENT_QUOTAS_REQUEST: Message = Message {
     name: "DescribeClientQuotasRequest",
     valid: V(0, 1),
     flexible_from: 1,
@@ -1103,7 +1103,7 @@ const DESCRIBE_CLUSTER_REQUEST__DESCRIBE_CLUSTER_REQUEST: &[F] = &[
     F::new("IncludeClusterAuthorizedOperations", V(0, MAX), T::Bool),
     F::new("EndpointType", V(1, MAX), T::I8),
 ];
-pub static DESCRIBE_CLUSTER_REQUEST: Message = Message {
+pub(crate) static DESCRIBE_CLUSTER_REQUEST: Message = Message {
     name: "DescribeClusterRequest",
     valid: V(0, 1),
     flexible_from: 0,
@@ -1132,7 +1132,7 @@ const DESCRIBE_CONFIGS_REQUEST__DESCRIBE_CONFIGS_REQUEST: &[F] = &[
     F::new("IncludeSynonyms", V(1, MAX), T::Bool),
     F::new("IncludeDocumentation", V(3, MAX), T::Bool),
 ];
-pub static DESCRIBE_CONFIGS_REQUEST: Message = Message {
+pub(crate) static DESCRIBE_CONFIGS_REQUEST: Message = Message {
     name: "DescribeConfigsRequest",
     valid: V(0, 4),
     flexible_from: 4,
@@ -1146,7 +1146,7 @@ const DESCRIBE_DELEGATION_TOKEN_REQUEST__DESCRIBE_DELEGATION_TOKEN_OWNER: &[F] =
 const DESCRIBE_DELEGATION_TOKEN_REQUEST__DESCRIBE_DELEGATION_TOKEN_REQUEST: &[F] = &[
     F::new("Owners", V(0, MAX), T::Array(size_of::<kafka_protocol::messages::describe_delegation_token_request::DescribeDelegationTokenOwner>(), &T::Struct(DESCRIBE_DELEGATION_TOKEN_REQUEST__DESCRIBE_DELEGATION_TOKEN_OWNER))),
 ];
-pub static DESCRIBE_DELEGATION_TOKEN_REQUEST: Message = Message {
+pub(crate) static DESCRIBE_DELEGATION_TOKEN_REQUEST: Message = Message {
     name: "DescribeDelegationTokenRequest",
     valid: V(0, 3),
     flexible_from: 2,
@@ -1161,7 +1161,7 @@ const DESCRIBE_GROUPS_REQUEST__DESCRIBE_GROUPS_REQUEST: &[F] = &[
     ),
     F::new("IncludeAuthorizedOperations", V(3, MAX), T::Bool),
 ];
-pub static DESCRIBE_GROUPS_REQUEST: Message = Message {
+pub(crate) static DESCRIBE_GROUPS_REQUEST: Message = Message {
     name: "DescribeGroupsRequest",
     valid: V(0, 6),
     flexible_from: 5,
@@ -1180,7 +1180,7 @@ const DESCRIBE_LOG_DIRS_REQUEST__DESCRIBE_LOG_DIRS_REQUEST: &[F] = &[F::new(
         &T::Struct(DESCRIBE_LOG_DIRS_REQUEST__DESCRIBABLE_LOG_DIR_TOPIC),
     ),
 )];
-pub static DESCRIBE_LOG_DIRS_REQUEST: Message = Message {
+pub(crate) static DESCRIBE_LOG_DIRS_REQUEST: Message = Message {
     name: "DescribeLogDirsRequest",
     valid: V(0, 4),
     flexible_from: 2,
@@ -1203,7 +1203,7 @@ const DESCRIBE_PRODUCERS_REQUEST__DESCRIBE_PRODUCERS_REQUEST: &[F] = &[F::new(
         &T::Struct(DESCRIBE_PRODUCERS_REQUEST__TOPIC_REQUEST),
     ),
 )];
-pub static DESCRIBE_PRODUCERS_REQUEST: Message = Message {
+pub(crate) static DESCRIBE_PRODUCERS_REQUEST: Message = Message {
     name: "DescribeProducersRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -1231,7 +1231,7 @@ const DESCRIBE_QUORUM_REQUEST__DESCRIBE_QUORUM_REQUEST: &[F] = &[F::new(
         &T::Struct(DESCRIBE_QUORUM_REQUEST__TOPIC_DATA),
     ),
 )];
-pub static DESCRIBE_QUORUM_REQUEST: Message = Message {
+pub(crate) static DESCRIBE_QUORUM_REQUEST: Message = Message {
     name: "DescribeQuorumRequest",
     valid: V(0, 2),
     flexible_from: 0,
@@ -1259,7 +1259,7 @@ const DESCRIBE_TOPIC_PARTITIONS_REQUEST__DESCRIBE_TOPIC_PARTITIONS_REQUEST: &[F]
         T::OptStruct(V(0, MAX), DESCRIBE_TOPIC_PARTITIONS_REQUEST__CURSOR),
     ),
 ];
-pub static DESCRIBE_TOPIC_PARTITIONS_REQUEST: Message = Message {
+pub(crate) static DESCRIBE_TOPIC_PARTITIONS_REQUEST: Message = Message {
     name: "DescribeTopicPartitionsRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -1271,7 +1271,7 @@ const DESCRIBE_TRANSACTIONS_REQUEST__DESCRIBE_TRANSACTIONS_REQUEST: &[F] = &[F::
     V(0, MAX),
     T::Array(size_of::<kafka_protocol::protocol::StrBytes>(), &T::Str),
 )];
-pub static DESCRIBE_TRANSACTIONS_REQUEST: Message = Message {
+pub(crate) static DESCRIBE_TRANSACTIONS_REQUEST: Message = Message {
     name: "DescribeTransactionsRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -1290,7 +1290,7 @@ const DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST__DESCRIBE_USER_SCRAM_CREDENTIALS_R
             &T::Struct(DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST__USER_NAME),
         ),
     )];
-pub static DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST: Message = Message {
+pub(crate) static DESCRIBE_USER_SCRAM_CREDENTIALS_REQUEST: Message = Message {
     name: "DescribeUserScramCredentialsRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -1313,7 +1313,7 @@ const ELECT_LEADERS_REQUEST__ELECT_LEADERS_REQUEST: &[F] = &[
     ),
     F::new("TimeoutMs", V(0, MAX), T::I32),
 ];
-pub static ELECT_LEADERS_REQUEST: Message = Message {
+pub(crate) static ELECT_LEADERS_REQUEST: Message = Message {
     name: "ElectLeadersRequest",
     valid: V(0, 2),
     flexible_from: 2,
@@ -1377,7 +1377,7 @@ const END_QUORUM_EPOCH_REQUEST__END_QUORUM_EPOCH_REQUEST: &[F] = &[
         ),
     ),
 ];
-pub static END_QUORUM_EPOCH_REQUEST: Message = Message {
+pub(crate) static END_QUORUM_EPOCH_REQUEST: Message = Message {
     name: "EndQuorumEpochRequest",
     valid: V(0, 1),
     flexible_from: 1,
@@ -1390,7 +1390,7 @@ const END_TXN_REQUEST__END_TXN_REQUEST: &[F] = &[
     F::new("ProducerEpoch", V(0, MAX), T::I16),
     F::new("Committed", V(0, MAX), T::Bool),
 ];
-pub static END_TXN_REQUEST: Message = Message {
+pub(crate) static END_TXN_REQUEST: Message = Message {
     name: "EndTxnRequest",
     valid: V(0, 5),
     flexible_from: 3,
@@ -1402,7 +1402,7 @@ const ENVELOPE_REQUEST__ENVELOPE_REQUEST: &[F] = &[
     F::new("RequestPrincipal", V(0, MAX), T::Bytes),
     F::new("ClientHostAddress", V(0, MAX), T::Bytes),
 ];
-pub static ENVELOPE_REQUEST: Message = Message {
+pub(crate) static ENVELOPE_REQUEST: Message = Message {
     name: "EnvelopeRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -1413,7 +1413,7 @@ const EXPIRE_DELEGATION_TOKEN_REQUEST__EXPIRE_DELEGATION_TOKEN_REQUEST: &[F] = &
     F::new("Hmac", V(0, MAX), T::Bytes),
     F::new("ExpiryTimePeriodMs", V(0, MAX), T::I64),
 ];
-pub static EXPIRE_DELEGATION_TOKEN_REQUEST: Message = Message {
+pub(crate) static EXPIRE_DELEGATION_TOKEN_REQUEST: Message = Message {
     name: "ExpireDelegationTokenRequest",
     valid: V(0, 2),
     flexible_from: 2,
@@ -1484,7 +1484,7 @@ const FETCH_REQUEST__FETCH_REQUEST: &[F] = &[
     ),
     F::new("RackId", V(11, MAX), T::Str),
 ];
-pub static FETCH_REQUEST: Message = Message {
+pub(crate) static FETCH_REQUEST: Message = Message {
     name: "FetchRequest",
     valid: V(0, 17),
     flexible_from: 12,
@@ -1530,7 +1530,7 @@ const FETCH_SNAPSHOT_REQUEST__FETCH_SNAPSHOT_REQUEST: &[F] = &[
         ),
     ),
 ];
-pub static FETCH_SNAPSHOT_REQUEST: Message = Message {
+pub(crate) static FETCH_SNAPSHOT_REQUEST: Message = Message {
     name: "FetchSnapshotRequest",
     valid: V(0, 1),
     flexible_from: 0,
@@ -1546,7 +1546,7 @@ const FIND_COORDINATOR_REQUEST__FIND_COORDINATOR_REQUEST: &[F] = &[
         T::Array(size_of::<kafka_protocol::protocol::StrBytes>(), &T::Str),
     ),
 ];
-pub static FIND_COORDINATOR_REQUEST: Message = Message {
+pub(crate) static FIND_COORDINATOR_REQUEST: Message = Message {
     name: "FindCoordinatorRequest",
     valid: V(0, 6),
     flexible_from: 3,
@@ -1555,7 +1555,7 @@ pub static FIND_COORDINATOR_REQUEST: Message = Message {
 
 const GET_TELEMETRY_SUBSCRIPTIONS_REQUEST__GET_TELEMETRY_SUBSCRIPTIONS_REQUEST: &[F] =
     &[F::new("ClientInstanceId", V(0, MAX), T::Uuid)];
-pub static GET_TELEMETRY_SUBSCRIPTIONS_REQUEST: Message = Message {
+pub(crate) static GET_TELEMETRY_SUBSCRIPTIONS_REQUEST: Message = Message {
     name: "GetTelemetrySubscriptionsRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -1568,7 +1568,7 @@ const HEARTBEAT_REQUEST__HEARTBEAT_REQUEST: &[F] = &[
     F::new("MemberId", V(0, MAX), T::Str),
     F::new("GroupInstanceId", V(3, MAX), T::Str),
 ];
-pub static HEARTBEAT_REQUEST: Message = Message {
+pub(crate) static HEARTBEAT_REQUEST: Message = Message {
     name: "HeartbeatRequest",
     valid: V(0, 4),
     flexible_from: 4,
@@ -1606,7 +1606,7 @@ const INCREMENTAL_ALTER_CONFIGS_REQUEST__INCREMENTAL_ALTER_CONFIGS_REQUEST: &[F]
     ),
     F::new("ValidateOnly", V(0, MAX), T::Bool),
 ];
-pub static INCREMENTAL_ALTER_CONFIGS_REQUEST: Message = Message {
+pub(crate) static INCREMENTAL_ALTER_CONFIGS_REQUEST: Message = Message {
     name: "IncrementalAlterConfigsRequest",
     valid: V(0, 1),
     flexible_from: 1,
@@ -1619,7 +1619,7 @@ const INIT_PRODUCER_ID_REQUEST__INIT_PRODUCER_ID_REQUEST: &[F] = &[
     F::new("ProducerId", V(3, MAX), T::I64),
     F::new("ProducerEpoch", V(3, MAX), T::I16),
 ];
-pub static INIT_PRODUCER_ID_REQUEST: Message = Message {
+pub(crate) static INIT_PRODUCER_ID_REQUEST: Message = Message {
     name: "InitProducerIdRequest",
     valid: V(0, 5),
     flexible_from: 2,
@@ -1656,7 +1656,7 @@ const INITIALIZE_SHARE_GROUP_STATE_REQUEST__INITIALIZE_SHARE_GROUP_STATE_REQUEST
         ),
     ),
 ];
-pub static INITIALIZE_SHARE_GROUP_STATE_REQUEST: Message = Message {
+pub(crate) static INITIALIZE_SHARE_GROUP_STATE_REQUEST: Message = Message {
     name: "InitializeShareGroupStateRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -1684,7 +1684,7 @@ const JOIN_GROUP_REQUEST__JOIN_GROUP_REQUEST: &[F] = &[
     ),
     F::new("Reason", V(8, MAX), T::Str),
 ];
-pub static JOIN_GROUP_REQUEST: Message = Message {
+pub(crate) static JOIN_GROUP_REQUEST: Message = Message {
     name: "JoinGroupRequest",
     valid: V(0, 9),
     flexible_from: 6,
@@ -1708,7 +1708,7 @@ const LEAVE_GROUP_REQUEST__LEAVE_GROUP_REQUEST: &[F] = &[
         ),
     ),
 ];
-pub static LEAVE_GROUP_REQUEST: Message = Message {
+pub(crate) static LEAVE_GROUP_REQUEST: Message = Message {
     name: "LeaveGroupRequest",
     valid: V(0, 5),
     flexible_from: 4,
@@ -1727,7 +1727,7 @@ const LIST_GROUPS_REQUEST__LIST_GROUPS_REQUEST: &[F] = &[
         T::Array(size_of::<kafka_protocol::protocol::StrBytes>(), &T::Str),
     ),
 ];
-pub static LIST_GROUPS_REQUEST: Message = Message {
+pub(crate) static LIST_GROUPS_REQUEST: Message = Message {
     name: "ListGroupsRequest",
     valid: V(0, 5),
     flexible_from: 3,
@@ -1764,7 +1764,7 @@ const LIST_OFFSETS_REQUEST__LIST_OFFSETS_REQUEST: &[F] = &[
     ),
     F::new("TimeoutMs", V(10, MAX), T::I32),
 ];
-pub static LIST_OFFSETS_REQUEST: Message = Message {
+pub(crate) static LIST_OFFSETS_REQUEST: Message = Message {
     name: "ListOffsetsRequest",
     valid: V(0, 10),
     flexible_from: 6,
@@ -1783,7 +1783,7 @@ const LIST_PARTITION_REASSIGNMENTS_REQUEST__LIST_PARTITION_REASSIGNMENTS_REQUEST
     F::new("TimeoutMs", V(0, MAX), T::I32),
     F::new("Topics", V(0, MAX), T::Array(size_of::<kafka_protocol::messages::list_partition_reassignments_request::ListPartitionReassignmentsTopics>(), &T::Struct(LIST_PARTITION_REASSIGNMENTS_REQUEST__LIST_PARTITION_REASSIGNMENTS_TOPICS))),
 ];
-pub static LIST_PARTITION_REASSIGNMENTS_REQUEST: Message = Message {
+pub(crate) static LIST_PARTITION_REASSIGNMENTS_REQUEST: Message = Message {
     name: "ListPartitionReassignmentsRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -1803,7 +1803,7 @@ const LIST_TRANSACTIONS_REQUEST__LIST_TRANSACTIONS_REQUEST: &[F] = &[
     ),
     F::new("DurationFilter", V(1, MAX), T::I64),
 ];
-pub static LIST_TRANSACTIONS_REQUEST: Message = Message {
+pub(crate) static LIST_TRANSACTIONS_REQUEST: Message = Message {
     name: "ListTransactionsRequest",
     valid: V(0, 1),
     flexible_from: 0,
@@ -1827,7 +1827,7 @@ const METADATA_REQUEST__METADATA_REQUEST: &[F] = &[
     F::new("IncludeClusterAuthorizedOperations", V(8, 10), T::Bool),
     F::new("IncludeTopicAuthorizedOperations", V(8, MAX), T::Bool),
 ];
-pub static METADATA_REQUEST: Message = Message {
+pub(crate) static METADATA_REQUEST: Message = Message {
     name: "MetadataRequest",
     valid: V(0, 12),
     flexible_from: 9,
@@ -1868,7 +1868,7 @@ const OFFSET_COMMIT_REQUEST__OFFSET_COMMIT_REQUEST: &[F] = &[
         ),
     ),
 ];
-pub static OFFSET_COMMIT_REQUEST: Message = Message {
+pub(crate) static OFFSET_COMMIT_REQUEST: Message = Message {
     name: "OffsetCommitRequest",
     valid: V(0, 9),
     flexible_from: 8,
@@ -1900,7 +1900,7 @@ const OFFSET_DELETE_REQUEST__OFFSET_DELETE_REQUEST: &[F] = &[
         ),
     ),
 ];
-pub static OFFSET_DELETE_REQUEST: Message = Message {
+pub(crate) static OFFSET_DELETE_REQUEST: Message = Message {
     name: "OffsetDeleteRequest",
     valid: V(0, 0),
     flexible_from: i16::MAX,
@@ -1956,7 +1956,7 @@ const OFFSET_FETCH_REQUEST__OFFSET_FETCH_REQUEST: &[F] = &[
     ),
     F::new("RequireStable", V(7, MAX), T::Bool),
 ];
-pub static OFFSET_FETCH_REQUEST: Message = Message {
+pub(crate) static OFFSET_FETCH_REQUEST: Message = Message {
     name: "OffsetFetchRequest",
     valid: V(0, 9),
     flexible_from: 6,
@@ -1994,7 +1994,7 @@ const OFFSET_FOR_LEADER_EPOCH_REQUEST__OFFSET_FOR_LEADER_EPOCH_REQUEST: &[F] = &
         ),
     ),
 ];
-pub static OFFSET_FOR_LEADER_EPOCH_REQUEST: Message = Message {
+pub(crate) static OFFSET_FOR_LEADER_EPOCH_REQUEST: Message = Message {
     name: "OffsetForLeaderEpochRequest",
     valid: V(0, 4),
     flexible_from: 4,
@@ -2029,7 +2029,7 @@ const PRODUCE_REQUEST__PRODUCE_REQUEST: &[F] = &[
         ),
     ),
 ];
-pub static PRODUCE_REQUEST: Message = Message {
+pub(crate) static PRODUCE_REQUEST: Message = Message {
     name: "ProduceRequest",
     valid: V(0, 11),
     flexible_from: 9,
@@ -2043,7 +2043,7 @@ const PUSH_TELEMETRY_REQUEST__PUSH_TELEMETRY_REQUEST: &[F] = &[
     F::new("CompressionType", V(0, MAX), T::I8),
     F::new("Metrics", V(0, MAX), T::Bytes),
 ];
-pub static PUSH_TELEMETRY_REQUEST: Message = Message {
+pub(crate) static PUSH_TELEMETRY_REQUEST: Message = Message {
     name: "PushTelemetryRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -2076,7 +2076,7 @@ const READ_SHARE_GROUP_STATE_REQUEST__READ_SHARE_GROUP_STATE_REQUEST: &[F] = &[
         ),
     ),
 ];
-pub static READ_SHARE_GROUP_STATE_REQUEST: Message = Message {
+pub(crate) static READ_SHARE_GROUP_STATE_REQUEST: Message = Message {
     name: "ReadShareGroupStateRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -2104,7 +2104,7 @@ const READ_SHARE_GROUP_STATE_SUMMARY_REQUEST__READ_SHARE_GROUP_STATE_SUMMARY_REQ
     F::new("GroupId", V(0, MAX), T::Str),
     F::new("Topics", V(0, MAX), T::Array(size_of::<kafka_protocol::messages::read_share_group_state_summary_request::ReadStateSummaryData>(), &T::Struct(READ_SHARE_GROUP_STATE_SUMMARY_REQUEST__READ_STATE_SUMMARY_DATA))),
 ];
-pub static READ_SHARE_GROUP_STATE_SUMMARY_REQUEST: Message = Message {
+pub(crate) static READ_SHARE_GROUP_STATE_SUMMARY_REQUEST: Message = Message {
     name: "ReadShareGroupStateSummaryRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -2116,7 +2116,7 @@ const REMOVE_RAFT_VOTER_REQUEST__REMOVE_RAFT_VOTER_REQUEST: &[F] = &[
     F::new("VoterId", V(0, MAX), T::I32),
     F::new("VoterDirectoryId", V(0, MAX), T::Uuid),
 ];
-pub static REMOVE_RAFT_VOTER_REQUEST: Message = Message {
+pub(crate) static REMOVE_RAFT_VOTER_REQUEST: Message = Message {
     name: "RemoveRaftVoterRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -2127,7 +2127,7 @@ const RENEW_DELEGATION_TOKEN_REQUEST__RENEW_DELEGATION_TOKEN_REQUEST: &[F] = &[
     F::new("Hmac", V(0, MAX), T::Bytes),
     F::new("RenewPeriodMs", V(0, MAX), T::I64),
 ];
-pub static RENEW_DELEGATION_TOKEN_REQUEST: Message = Message {
+pub(crate) static RENEW_DELEGATION_TOKEN_REQUEST: Message = Message {
     name: "RenewDelegationTokenRequest",
     valid: V(0, 2),
     flexible_from: 2,
@@ -2136,7 +2136,7 @@ pub static RENEW_DELEGATION_TOKEN_REQUEST: Message = Message {
 
 const SASL_AUTHENTICATE_REQUEST__SASL_AUTHENTICATE_REQUEST: &[F] =
     &[F::new("AuthBytes", V(0, MAX), T::Bytes)];
-pub static SASL_AUTHENTICATE_REQUEST: Message = Message {
+pub(crate) static SASL_AUTHENTICATE_REQUEST: Message = Message {
     name: "SaslAuthenticateRequest",
     valid: V(0, 2),
     flexible_from: 2,
@@ -2145,7 +2145,7 @@ pub static SASL_AUTHENTICATE_REQUEST: Message = Message {
 
 const SASL_HANDSHAKE_REQUEST__SASL_HANDSHAKE_REQUEST: &[F] =
     &[F::new("Mechanism", V(0, MAX), T::Str)];
-pub static SASL_HANDSHAKE_REQUEST: Message = Message {
+pub(crate) static SASL_HANDSHAKE_REQUEST: Message = Message {
     name: "SaslHandshakeRequest",
     valid: V(0, 1),
     flexible_from: i16::MAX,
@@ -2196,7 +2196,7 @@ const SHARE_ACKNOWLEDGE_REQUEST__SHARE_ACKNOWLEDGE_REQUEST: &[F] = &[
         ),
     ),
 ];
-pub static SHARE_ACKNOWLEDGE_REQUEST: Message = Message {
+pub(crate) static SHARE_ACKNOWLEDGE_REQUEST: Message = Message {
     name: "ShareAcknowledgeRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -2263,7 +2263,7 @@ const SHARE_FETCH_REQUEST__SHARE_FETCH_REQUEST: &[F] = &[
         ),
     ),
 ];
-pub static SHARE_FETCH_REQUEST: Message = Message {
+pub(crate) static SHARE_FETCH_REQUEST: Message = Message {
     name: "ShareFetchRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -2278,7 +2278,7 @@ const SHARE_GROUP_DESCRIBE_REQUEST__SHARE_GROUP_DESCRIBE_REQUEST: &[F] = &[
     ),
     F::new("IncludeAuthorizedOperations", V(0, MAX), T::Bool),
 ];
-pub static SHARE_GROUP_DESCRIBE_REQUEST: Message = Message {
+pub(crate) static SHARE_GROUP_DESCRIBE_REQUEST: Message = Message {
     name: "ShareGroupDescribeRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -2296,7 +2296,7 @@ const SHARE_GROUP_HEARTBEAT_REQUEST__SHARE_GROUP_HEARTBEAT_REQUEST: &[F] = &[
         T::Array(size_of::<kafka_protocol::protocol::StrBytes>(), &T::Str),
     ),
 ];
-pub static SHARE_GROUP_HEARTBEAT_REQUEST: Message = Message {
+pub(crate) static SHARE_GROUP_HEARTBEAT_REQUEST: Message = Message {
     name: "ShareGroupHeartbeatRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -2323,7 +2323,7 @@ const SYNC_GROUP_REQUEST__SYNC_GROUP_REQUEST: &[F] = &[
         ),
     ),
 ];
-pub static SYNC_GROUP_REQUEST: Message = Message {
+pub(crate) static SYNC_GROUP_REQUEST: Message = Message {
     name: "SyncGroupRequest",
     valid: V(0, 5),
     flexible_from: 4,
@@ -2359,7 +2359,7 @@ const TXN_OFFSET_COMMIT_REQUEST__TXN_OFFSET_COMMIT_REQUEST: &[F] = &[
         ),
     ),
 ];
-pub static TXN_OFFSET_COMMIT_REQUEST: Message = Message {
+pub(crate) static TXN_OFFSET_COMMIT_REQUEST: Message = Message {
     name: "TxnOffsetCommitRequest",
     valid: V(0, 4),
     flexible_from: 3,
@@ -2368,7 +2368,7 @@ pub static TXN_OFFSET_COMMIT_REQUEST: Message = Message {
 
 const UNREGISTER_BROKER_REQUEST__UNREGISTER_BROKER_REQUEST: &[F] =
     &[F::new("BrokerId", V(0, MAX), T::I32)];
-pub static UNREGISTER_BROKER_REQUEST: Message = Message {
+pub(crate) static UNREGISTER_BROKER_REQUEST: Message = Message {
     name: "UnregisterBrokerRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -2393,7 +2393,7 @@ const UPDATE_FEATURES_REQUEST__UPDATE_FEATURES_REQUEST: &[F] = &[
     ),
     F::new("ValidateOnly", V(1, MAX), T::Bool),
 ];
-pub static UPDATE_FEATURES_REQUEST: Message = Message {
+pub(crate) static UPDATE_FEATURES_REQUEST: Message = Message {
     name: "UpdateFeaturesRequest",
     valid: V(0, 2),
     flexible_from: 0,
@@ -2428,7 +2428,7 @@ const UPDATE_RAFT_VOTER_REQUEST__UPDATE_RAFT_VOTER_REQUEST: &[F] = &[
         T::Struct(UPDATE_RAFT_VOTER_REQUEST__KRAFT_VERSION_FEATURE),
     ),
 ];
-pub static UPDATE_RAFT_VOTER_REQUEST: Message = Message {
+pub(crate) static UPDATE_RAFT_VOTER_REQUEST: Message = Message {
     name: "UpdateRaftVoterRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -2467,7 +2467,7 @@ const VOTE_REQUEST__VOTE_REQUEST: &[F] = &[
         ),
     ),
 ];
-pub static VOTE_REQUEST: Message = Message {
+pub(crate) static VOTE_REQUEST: Message = Message {
     name: "VoteRequest",
     valid: V(0, 1),
     flexible_from: 0,
@@ -2516,7 +2516,7 @@ const WRITE_SHARE_GROUP_STATE_REQUEST__WRITE_SHARE_GROUP_STATE_REQUEST: &[F] = &
         ),
     ),
 ];
-pub static WRITE_SHARE_GROUP_STATE_REQUEST: Message = Message {
+pub(crate) static WRITE_SHARE_GROUP_STATE_REQUEST: Message = Message {
     name: "WriteShareGroupStateRequest",
     valid: V(0, 0),
     flexible_from: 0,
@@ -2554,7 +2554,7 @@ const WRITE_TXN_MARKERS_REQUEST__WRITE_TXN_MARKERS_REQUEST: &[F] = &[F::new(
         &T::Struct(WRITE_TXN_MARKERS_REQUEST__WRITABLE_TXN_MARKER),
     ),
 )];
-pub static WRITE_TXN_MARKERS_REQUEST: Message = Message {
+pub(crate) static WRITE_TXN_MARKERS_REQUEST: Message = Message {
     name: "WriteTxnMarkersRequest",
     valid: V(0, 1),
     flexible_from: 1,

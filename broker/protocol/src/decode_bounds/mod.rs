@@ -26,9 +26,9 @@ pub use walk::{BoundsError, Walked};
 /// (plus [`COST_SLACK`]). Requests real clients send decode to 1-6 times
 /// their size; the layouts' worst case, a request made of nothing but
 /// one-character names and null arrays, would reach 40 without this limit.
-pub const MAX_COST_PER_BYTE: usize = 16;
+pub(crate) const MAX_COST_PER_BYTE: usize = 16;
 /// Allowance for small messages whose decode has a fixed overhead.
-pub const COST_SLACK: usize = 4096;
+pub(crate) const COST_SLACK: usize = 4096;
 
 /// Checks a request body (after its header) of API `api_key` at `version`.
 /// An API without a known layout passes: nothing will decode it.
@@ -50,7 +50,7 @@ pub fn request_layout_versions(api_key: i16) -> Option<(i16, i16)> {
 }
 
 /// Checks a `ConsumerProtocolSubscription` body (after its version).
-pub fn check_subscription(version: i16, body: &[u8]) -> Result<Walked, BoundsError> {
+pub(crate) fn check_subscription(version: i16, body: &[u8]) -> Result<Walked, BoundsError> {
     checked(&messages::CONSUMER_PROTOCOL_SUBSCRIPTION, version, body)
 }
 

@@ -62,11 +62,11 @@ impl Field {
         }
     }
     /// Whether version `v` carries this field in order (not tagged).
-    pub fn in_order(&self, v: i16) -> bool {
+    pub(crate) fn in_order(&self, v: i16) -> bool {
         self.versions.contains(v) && !self.tagged.is_some_and(|(_, tv)| tv.contains(v))
     }
     /// The field's tag in version `v`, if it is a tagged field there.
-    pub fn tag_at(&self, v: i16) -> Option<u32> {
+    pub(crate) fn tag_at(&self, v: i16) -> Option<u32> {
         self.tagged
             .filter(|(_, tv)| tv.contains(v) && self.versions.contains(v))
             .map(|(t, _)| t)

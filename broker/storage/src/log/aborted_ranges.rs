@@ -9,7 +9,7 @@ use super::batch::BatchHeader;
 use super::txn_index::AbortedTxn;
 
 #[derive(Debug, Default, Clone)]
-pub struct AbortedRanges {
+pub(crate) struct AbortedRanges {
     /// producer id -> (first offset, marker offset), sorted.
     by_producer: HashMap<i64, Vec<(i64, i64)>>,
 }

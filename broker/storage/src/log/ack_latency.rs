@@ -22,7 +22,7 @@ const MAX_APPENDS: usize = 4096;
 /// Samples kept per follower within the window.
 const MAX_SAMPLES: usize = 1024;
 /// Fewer samples than this in the window decide nothing.
-pub const MIN_SAMPLES: usize = 20;
+pub(crate) const MIN_SAMPLES: usize = 20;
 
 /// The slow-follower rule's settings.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -51,7 +51,7 @@ struct FollowerSamples {
 
 /// The leader's record of appends and each follower's ack latency.
 #[derive(Debug, Default)]
-pub struct AckLatency {
+pub(crate) struct AckLatency {
     /// (log end after the append, when).
     appends: VecDeque<(i64, Instant)>,
     /// The newest append dropped by `trim` or the cap: a follower that
@@ -61,7 +61,7 @@ pub struct AckLatency {
 }
 
 impl AckLatency {
-    pub fn note_append(&mut self, end: i64, now: Instant) {
+    pub(crate) fn note_append(&mut self, end: i64, now: Instant) {
         if self.appends.back().is_some_and(|(e, _)| *e >= end) {
             return;
         }
@@ -73,7 +73,7 @@ impl AckLatency {
 
     /// A fetch moved `replica`'s durable end from `old_end` to `new_end`:
     /// the oldest append it now holds in full or in part waited until now.
-    pub fn note_fetch(&mut self, replica: i32, old_end: i64, new_end: i64, now: Instant) {
+    pub(crate) fn note_fetch(&mut self, replica: i32, old_end: i64, new_end: i64, now: Instant) {
         if old_end < 0 || new_end <= old_end {
             return;
         }
@@ -175,7 +175,7 @@ impl AckLatency {
     /// slow against the in-sync followers `isr`, or too few writes came
     /// to tell (the lag rule has found it caught up). A follower never
     /// taken out for latency may.
-    pub fn may_rejoin(
+    pub(crate) fn may_rejoin(
         &mut self,
         replica: i32,
         isr: &[i32],
@@ -207,7 +207,7 @@ impl AckLatency {
 
     /// The ISR change taking `replica` out was not written: it is still
     /// in sync, judged as before (its samples kept).
-    pub fn eviction_not_written(&mut self, replica: i32) {
+    pub(crate) fn eviction_not_written(&mut self, replica: i32) {
         if let Some(f) = self.followers.get_mut(&replica) {
             f.evicted_at = None;
         }
@@ -226,7 +226,7 @@ impl AckLatency {
 
     /// Each follower's p99 over the whole window, evicted or not (for the
     /// metrics).
-    pub fn p99s(&self, window: Duration, now: Instant) -> Vec<(i32, Duration)> {
+    pub(crate) fn p99s(&self, window: Duration, now: Instant) -> Vec<(i32, Duration)> {
         let from = now.checked_sub(window).unwrap_or(now);
         let mut out: Vec<(i32, Duration)> = self
             .followers

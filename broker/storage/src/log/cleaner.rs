@@ -96,7 +96,7 @@ impl SegmentView {
 }
 
 /// The dirty ratio of a compacted log and whether it must be cleaned now.
-pub struct Cleanability {
+pub(crate) struct Cleanability {
     pub dirty_ratio: f64,
     pub due: bool,
     /// The newest timestamp of the oldest dirty segment (cleaner lag).
@@ -105,7 +105,7 @@ pub struct Cleanability {
 
 impl PartitionLog {
     /// How dirty the log is, for choosing which log to clean first.
-    pub fn cleanability(&self, now: i64) -> Option<Cleanability> {
+    pub(crate) fn cleanability(&self, now: i64) -> Option<Cleanability> {
         let cfg = self.config();
         if !cfg.compacted || self.is_closed() {
             return None;

@@ -8,7 +8,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub const CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
+pub(crate) const CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
 pub const TMP_DIR: &str = "cleaner.tmp";
 
 /// Where the cleaner is in a partition.

@@ -28,7 +28,7 @@ pub use super::tiered_part::{
 };
 
 /// Where remote segments are downloaded for a pass (removed at each start).
-pub const DOWNLOAD_DIR: &str = "cleaner.remote";
+pub(crate) const DOWNLOAD_DIR: &str = "cleaner.remote";
 
 impl PartitionLog {
     /// Attaches the bucket's side of this log: from now on a cleaning pass

@@ -65,7 +65,7 @@ fn get_varint(b: &[u8], pos: &mut usize) -> Option<i64> {
 
 /// A marker batch for `producer_id`/`producer_epoch` (offset 0; the log
 /// assigns the real one).
-pub fn encode_marker(
+pub(crate) fn encode_marker(
     producer_id: i64,
     producer_epoch: i16,
     marker: Marker,

@@ -45,7 +45,7 @@ impl PartitionLog {
 
     /// Where the current leader epoch began (0 for a log without epochs):
     /// a follower joins the ISR only once it holds that much.
-    pub fn epoch_start_offset(&self) -> i64 {
+    pub(crate) fn epoch_start_offset(&self) -> i64 {
         let cache = self.epochs.lock().unwrap_or_else(|e| e.into_inner());
         cache.entries().last().map_or(0, |e| e.start_offset)
     }

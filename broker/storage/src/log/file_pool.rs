@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// The default when the broker config leaves `log.segment.open.files.max` at 0.
-pub const DEFAULT_CAPACITY: usize = 4096;
+pub(crate) const DEFAULT_CAPACITY: usize = 4096;
 
 #[derive(Debug, Default)]
 struct Entries {
@@ -35,7 +35,7 @@ struct Entries {
 }
 
 #[derive(Debug)]
-pub struct SegmentFilePool {
+pub(crate) struct SegmentFilePool {
     capacity: AtomicUsize,
     entries: Mutex<Entries>,
     reopened: AtomicUsize,
@@ -57,7 +57,7 @@ impl SegmentFilePool {
     }
 
     /// Changes the bound; handles above it are closed at once.
-    pub fn set_capacity(&self, capacity: usize) {
+    pub(crate) fn set_capacity(&self, capacity: usize) {
         self.capacity.store(capacity.max(1), Ordering::Relaxed);
         let mut e = self.lock();
         self.evict_over(&mut e, 0);
@@ -68,16 +68,14 @@ impl SegmentFilePool {
     }
 
     /// Handles the pool holds open now.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.lock().open.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// How many times a handle had to be opened again after eviction.
-    pub fn reopened(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn reopened(&self) -> usize {
         self.reopened.load(Ordering::Relaxed)
     }
 

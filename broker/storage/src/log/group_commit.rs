@@ -116,7 +116,10 @@ impl PartitionLog {
 
     /// Runs flush rounds whenever appends ask for one, until closed, and
     /// records each round's commit latency in `commit_latency`, if given.
-    pub async fn run_flusher(self: Arc<Self>, commit_latency: Option<Arc<dyn CommitLatencySink>>) {
+    pub(crate) async fn run_flusher(
+        self: Arc<Self>,
+        commit_latency: Option<Arc<dyn CommitLatencySink>>,
+    ) {
         loop {
             self.flush_requested.notified().await;
             if self.closed.load(Ordering::Acquire) {

@@ -77,7 +77,7 @@ impl<E: IndexEntry> SparseIndex<E> {
         }
     }
 
-    pub fn is_full(&self) -> bool {
+    pub(crate) fn is_full(&self) -> bool {
         self.entries.len() >= self.max_entries
     }
 
@@ -85,15 +85,18 @@ impl<E: IndexEntry> SparseIndex<E> {
         self.entries.last().copied()
     }
 
-    pub fn entries(&self) -> &[E] {
+    #[cfg(test)]
+    pub(crate) fn entries(&self) -> &[E] {
         &self.entries
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
@@ -124,10 +127,6 @@ impl<E: IndexEntry> SparseIndex<E> {
             File::open(&self.path)?.sync_data()?;
         }
         Ok(())
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 }
 

@@ -14,20 +14,20 @@ use std::path::{Path, PathBuf};
 
 use strata_common::durable_file::write_atomically;
 
-pub const CHECKPOINT_FILE: &str = "leader-epoch-checkpoint";
+pub(crate) const CHECKPOINT_FILE: &str = "leader-epoch-checkpoint";
 
 /// One epoch and the first offset written in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EpochEntry {
+pub(crate) struct EpochEntry {
     pub epoch: i32,
     pub start_offset: i64,
 }
 
 /// Kafka's answer for an epoch this log knows nothing about.
-pub const UNDEFINED: (i32, i64) = (-1, -1);
+pub(crate) const UNDEFINED: (i32, i64) = (-1, -1);
 
 #[derive(Debug)]
-pub struct LeaderEpochCache {
+pub(crate) struct LeaderEpochCache {
     path: PathBuf,
     entries: Vec<EpochEntry>,
 }
@@ -67,7 +67,7 @@ impl LeaderEpochCache {
         &self.entries
     }
 
-    pub fn latest_epoch(&self) -> Option<i32> {
+    pub(crate) fn latest_epoch(&self) -> Option<i32> {
         self.entries.last().map(|e| e.epoch)
     }
 
@@ -93,7 +93,7 @@ impl LeaderEpochCache {
     /// largest epoch at or below it (the requested one itself when the log
     /// holds none below); an epoch above the latest, or any epoch of an
     /// empty cache, is `UNDEFINED`.
-    pub fn end_offset_for(&self, requested: i32, log_end_offset: i64) -> (i32, i64) {
+    pub(crate) fn end_offset_for(&self, requested: i32, log_end_offset: i64) -> (i32, i64) {
         let Some(last) = self.entries.last() else {
             return UNDEFINED;
         };
@@ -114,7 +114,7 @@ impl LeaderEpochCache {
 
     /// The log was truncated to end at `end_offset`: epochs that start at
     /// or above it go.
-    pub fn truncate_from_end(&mut self, end_offset: i64) -> io::Result<()> {
+    pub(crate) fn truncate_from_end(&mut self, end_offset: i64) -> io::Result<()> {
         let before = self.entries.len();
         self.entries.retain(|e| e.start_offset < end_offset);
         if self.entries.len() != before {
@@ -125,7 +125,7 @@ impl LeaderEpochCache {
 
     /// The log now starts at `start_offset`: epochs wholly below it go,
     /// and the one containing it starts there.
-    pub fn truncate_from_start(&mut self, start_offset: i64) -> io::Result<()> {
+    pub(crate) fn truncate_from_start(&mut self, start_offset: i64) -> io::Result<()> {
         let keep_from = self
             .entries
             .partition_point(|e| e.start_offset <= start_offset)
@@ -157,7 +157,7 @@ impl LeaderEpochCache {
 /// Opens a partition's epoch cache. A missing or unreadable one for a log
 /// that holds records starts at epoch 0 from the log start: every batch
 /// Strata wrote before epochs moved carries 0.
-pub fn open_for_log(dir: &Path, log_start: i64, log_end: i64) -> LeaderEpochCache {
+pub(crate) fn open_for_log(dir: &Path, log_start: i64, log_end: i64) -> LeaderEpochCache {
     let mut cache = match LeaderEpochCache::open(dir) {
         Ok(c) => c,
         Err(e) => {

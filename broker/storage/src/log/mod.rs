@@ -1,24 +1,24 @@
 //! The partition log: Kafka's on-disk layout of segments, indexes and
 //! checkpoints, owned per partition by [`PartitionLog`].
 
-pub mod aborted_ranges;
+pub(crate) mod aborted_ranges;
 pub mod ack_latency;
 pub mod batch;
 pub mod checkpoint;
 pub mod cleaner;
-pub mod cleaner_checkpoint;
-pub mod cleaner_remote;
-pub mod cleaner_stats;
-pub mod cleaner_threads;
+pub(crate) mod cleaner_checkpoint;
+pub(crate) mod cleaner_remote;
+pub(crate) mod cleaner_stats;
+pub(crate) mod cleaner_threads;
 pub mod control;
 pub mod epochs;
-pub mod file_pool;
+pub(crate) mod file_pool;
 pub mod follower;
 pub mod group_commit;
 pub mod hydration;
 pub mod index;
 pub mod leader_epoch;
-pub mod offset_map;
+pub(crate) mod offset_map;
 pub mod partition_log;
 pub mod producer_state;
 pub mod read;

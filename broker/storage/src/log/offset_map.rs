@@ -8,7 +8,7 @@ use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
 /// Memory one key costs in the offset map (hash, offset, table overhead).
-pub const BYTES_PER_KEY: u64 = 32;
+pub(crate) const BYTES_PER_KEY: u64 = 32;
 
 /// Key hash → latest offset, bounded in entries. 128-bit hashes, as Kafka's
 /// MD5: a collision would make the cleaner drop a live key's value.

@@ -171,7 +171,7 @@ impl LogInner {
 
 /// Present in a partition's directory while its log is not hydrated
 /// (`hydration.rs`).
-pub const UNHYDRATED_MARKER: &str = "replica.unhydrated";
+pub(crate) const UNHYDRATED_MARKER: &str = "replica.unhydrated";
 
 #[derive(Debug)]
 pub struct PartitionLog {
@@ -212,7 +212,7 @@ pub struct PartitionLog {
 }
 
 /// Directory name of a partition: `<topic>-<partition>`, as Kafka names it.
-pub fn partition_dir_name(topic: &str, partition: i32) -> String {
+pub(crate) fn partition_dir_name(topic: &str, partition: i32) -> String {
     format!("{topic}-{partition}")
 }
 
@@ -228,7 +228,7 @@ impl PartitionLog {
     /// may have held before and lost (a replaced disk): the log starts
     /// unhydrated (`hydration.rs`), the marker durable before the log
     /// exists.
-    pub fn create_unhydrated(
+    pub(crate) fn create_unhydrated(
         data_dir: &Path,
         topic: &str,
         partition: i32,
@@ -278,7 +278,7 @@ impl PartitionLog {
     /// Creates an empty partition whose first offset is `start_offset`, with
     /// the producer state as of that offset (disaster recovery from the
     /// object store).
-    pub fn create_at(
+    pub(crate) fn create_at(
         data_dir: &Path,
         topic: &str,
         partition: i32,
@@ -780,7 +780,7 @@ impl PartitionLog {
 
     /// Closes the log and moves its directory into `to` (a retired copy,
     /// kept for an operator).
-    pub fn retire_into(&self, to: &Path) -> io::Result<()> {
+    pub(crate) fn retire_into(&self, to: &Path) -> io::Result<()> {
         self.close()?;
         let inner = self.lock();
         for seg in inner.segments.values() {

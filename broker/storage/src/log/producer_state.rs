@@ -23,7 +23,7 @@ use strata_common::durable_file::write_atomically;
 
 /// Batches remembered per producer (Kafka's `max.in.flight` limit for
 /// idempotence is 5).
-pub const BATCHES_PER_PRODUCER: usize = 5;
+pub(crate) const BATCHES_PER_PRODUCER: usize = 5;
 const SNAPSHOT_SUFFIX: &str = ".snapshot";
 /// Version 2 added each producer's open transaction and coordinator epoch.
 const SNAPSHOT_VERSION: u16 = 2;
@@ -149,7 +149,7 @@ impl Eq for ProducerStateManager {}
 
 /// One producer's pending verification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VerificationGuard {
+pub(crate) struct VerificationGuard {
     /// Unique per verification (an ABA-proof token).
     pub token: u64,
     pub epoch: i16,
@@ -170,7 +170,7 @@ impl ProducerStateManager {
 
     /// Each producer's last batch's last offset: the batch compaction must
     /// keep (even emptied) so the producer's last sequence survives.
-    pub fn last_batch_offsets(&self) -> HashMap<i64, i64> {
+    pub(crate) fn last_batch_offsets(&self) -> HashMap<i64, i64> {
         self.producers
             .iter()
             .filter_map(|(pid, e)| e.batches.back().map(|b| (*pid, b.last_offset)))
@@ -183,7 +183,7 @@ impl ProducerStateManager {
 
     /// Whether `producer_id` has a transaction open here at `epoch`: its
     /// later transactional batches need no verification.
-    pub fn has_ongoing_txn(&self, producer_id: i64, epoch: i16) -> bool {
+    pub(crate) fn has_ongoing_txn(&self, producer_id: i64, epoch: i16) -> bool {
         self.producers
             .get(&producer_id)
             .is_some_and(|e| e.epoch == epoch && e.current_txn_first_offset.is_some())
@@ -192,7 +192,7 @@ impl ProducerStateManager {
     /// The guard of a verification for `producer_id` at `epoch`: the one
     /// already pending (a retry, or a request on another connection,
     /// shares it, as Kafka's `VerificationStateEntry`), else `fresh`.
-    pub fn begin_verification(&mut self, producer_id: i64, fresh: VerificationGuard) -> u64 {
+    pub(crate) fn begin_verification(&mut self, producer_id: i64, fresh: VerificationGuard) -> u64 {
         let g = self
             .verifying
             .entry(producer_id)
@@ -208,7 +208,11 @@ impl ProducerStateManager {
     /// Kafka's check before a producer's transactional batch: either its
     /// transaction is already open here, or the batch carries the guard of
     /// a verification no marker has overtaken.
-    pub fn check_verified(&self, h: &BatchHeader, token: Option<u64>) -> Result<(), SequenceError> {
+    pub(crate) fn check_verified(
+        &self,
+        h: &BatchHeader,
+        token: Option<u64>,
+    ) -> Result<(), SequenceError> {
         if h.producer_id < 0
             || !h.is_transactional()
             || self.has_ongoing_txn(h.producer_id, h.producer_epoch)
@@ -307,7 +311,7 @@ impl ProducerStateManager {
 
     /// Records a coordinator's transactional batch: it opens the
     /// producer's transaction here; sequences are not tracked.
-    pub fn track_txn(&mut self, h: &BatchHeader) {
+    pub(crate) fn track_txn(&mut self, h: &BatchHeader) {
         if h.producer_id < 0 || !h.is_transactional() {
             return;
         }
@@ -325,7 +329,7 @@ impl ProducerStateManager {
 
     /// Checks a marker about to be written: a coordinator with an epoch
     /// older than the producer's is fenced.
-    pub fn check_marker(&self, producer_id: i64, epoch: i16) -> Result<(), SequenceError> {
+    pub(crate) fn check_marker(&self, producer_id: i64, epoch: i16) -> Result<(), SequenceError> {
         match self.producers.get(&producer_id) {
             Some(e) if e.epoch > epoch => Err(SequenceError::InvalidProducerEpoch {
                 current: e.epoch,
@@ -338,7 +342,7 @@ impl ProducerStateManager {
     /// Checks a marker's coordinator epoch: a coordinator older than the
     /// one that wrote the producer's last marker is fenced (Kafka's
     /// TRANSACTION_COORDINATOR_FENCED).
-    pub fn check_coordinator_epoch(
+    pub(crate) fn check_coordinator_epoch(
         &self,
         producer_id: i64,
         coordinator_epoch: i32,
@@ -381,7 +385,7 @@ impl ProducerStateManager {
 
     /// Forgets every open transaction (a log restored from the bucket
     /// alone, whose markers were lost).
-    pub fn forget_open_transactions(&mut self) {
+    pub(crate) fn forget_open_transactions(&mut self) {
         for e in self.producers.values_mut() {
             e.current_txn_first_offset = None;
         }
@@ -391,7 +395,7 @@ impl ProducerStateManager {
 
     /// The first offset of the oldest open transaction: the last stable
     /// offset cannot pass it.
-    pub fn first_unstable_offset(&self) -> Option<i64> {
+    pub(crate) fn first_unstable_offset(&self) -> Option<i64> {
         self.ongoing.keys().next().copied()
     }
 
@@ -414,7 +418,7 @@ impl ProducerStateManager {
     }
 
     /// Open transactions in this partition.
-    pub fn ongoing_count(&self) -> usize {
+    pub(crate) fn ongoing_count(&self) -> usize {
         self.ongoing.len()
     }
 
@@ -506,12 +510,12 @@ impl ProducerStateManager {
     /// sealed segment is uploaded with its snapshot, and deleting segments
     /// deletes the snapshots below the new log start
     /// ([`Self::delete_snapshots_below`]).
-    pub fn write_snapshot(&self, dir: &Path, offset: i64) -> io::Result<()> {
+    pub(crate) fn write_snapshot(&self, dir: &Path, offset: i64) -> io::Result<()> {
         write_atomically(&snapshot_path(dir, offset), &self.encode())
     }
 
     /// Deletes snapshots of offsets below `offset` (segments gone).
-    pub fn delete_snapshots_below(dir: &Path, offset: i64) -> io::Result<usize> {
+    pub(crate) fn delete_snapshots_below(dir: &Path, offset: i64) -> io::Result<usize> {
         let mut n = 0;
         for old in list_snapshots(dir)?.into_iter().filter(|o| *o < offset) {
             if fs::remove_file(snapshot_path(dir, old)).is_ok() {
@@ -523,7 +527,7 @@ impl ProducerStateManager {
 
     /// Loads the newest valid snapshot at or below `max_offset`, deleting
     /// snapshots above it (they describe a log that was truncated).
-    pub fn load_snapshot(dir: &Path, max_offset: i64) -> io::Result<Option<(i64, Self)>> {
+    pub(crate) fn load_snapshot(dir: &Path, max_offset: i64) -> io::Result<Option<(i64, Self)>> {
         let mut all = list_snapshots(dir)?;
         all.sort_unstable();
         for off in all.iter().rev() {
@@ -547,7 +551,7 @@ impl ProducerStateManager {
 /// below it, plus the batch headers written after it. The transaction
 /// indexes of the segments scanned are rebuilt from their abort markers
 /// (what a crash left in them above the snapshot is dropped first).
-pub fn rebuild_producer_state(
+pub(crate) fn rebuild_producer_state(
     dir: &Path,
     segments: &mut BTreeMap<i64, LogSegment>,
     leo: i64,
@@ -626,7 +630,7 @@ impl Reader<'_> {
     }
 }
 
-pub fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
+pub(crate) fn snapshot_path(dir: &Path, offset: i64) -> PathBuf {
     dir.join(format!(
         "{}{SNAPSHOT_SUFFIX}",
         super::segment::file_stem(offset)

@@ -22,17 +22,6 @@ pub enum Isolation {
     LogEnd,
 }
 
-impl Isolation {
-    /// From the wire's `isolation_level` (1 = read committed).
-    pub fn from_level(level: i8) -> Self {
-        if level == 1 {
-            Isolation::ReadCommitted
-        } else {
-            Isolation::ReadUncommitted
-        }
-    }
-}
-
 impl PartitionLog {
     /// Reads whole batches starting with the one that contains `offset`, up
     /// to `max_bytes` and below the high watermark. With `min_one`, the

@@ -152,7 +152,7 @@ impl PartitionLog {
     /// appends nor serves, and its high watermark falls back to the log
     /// start (what the replicas hold is learnt again from the leader, so
     /// a restarted broker never shows records no follower has).
-    pub fn await_assignment(&self) {
+    pub(crate) fn await_assignment(&self) {
         let inner = self.lock();
         let start = inner.log_start_offset;
         let mut st = self.replicas();
@@ -263,7 +263,8 @@ impl PartitionLog {
 
     /// Records a follower's fetch at `fetch_offset` (its durable end) and
     /// advances the high watermark. False when this broker does not lead.
-    pub fn record_follower_fetch(&self, replica: i32, fetch_offset: i64) -> bool {
+    #[cfg(test)]
+    pub(crate) fn record_follower_fetch(&self, replica: i32, fetch_offset: i64) -> bool {
         self.record_follower_fetch_from(replica, fetch_offset, -1)
     }
 

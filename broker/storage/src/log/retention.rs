@@ -10,7 +10,7 @@ impl PartitionLog {
     /// from the start and advances the log start offset. The active segment
     /// is rolled first when it alone is past retention. Returns the number
     /// of segments deleted.
-    pub fn enforce_retention(&self, now: i64) -> Result<usize, LogError> {
+    pub(crate) fn enforce_retention(&self, now: i64) -> Result<usize, LogError> {
         let cfg = self.config();
         // `cleanup.policy=compact` alone: records live until compacted away.
         if !cfg.delete_retention_applies {

@@ -22,16 +22,16 @@ use super::batch::{self, BatchError, BatchHeader, HEADER_LEN, LOG_OVERHEAD};
 use super::index::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
 use super::txn_index::{TransactionIndex, TXN_INDEX_SUFFIX};
 
-pub const LOG_SUFFIX: &str = ".log";
-pub const INDEX_SUFFIX: &str = ".index";
-pub const TIME_INDEX_SUFFIX: &str = ".timeindex";
+pub(crate) const LOG_SUFFIX: &str = ".log";
+pub(crate) const INDEX_SUFFIX: &str = ".index";
+pub(crate) const TIME_INDEX_SUFFIX: &str = ".timeindex";
 
-pub fn txn_index_path(dir: &Path, base_offset: i64) -> PathBuf {
+pub(crate) fn txn_index_path(dir: &Path, base_offset: i64) -> PathBuf {
     dir.join(format!("{}{TXN_INDEX_SUFFIX}", file_stem(base_offset)))
 }
 
 /// File name stem for a segment: the base offset in 20 digits.
-pub fn file_stem(base_offset: i64) -> String {
+pub(crate) fn file_stem(base_offset: i64) -> String {
     format!("{base_offset:020}")
 }
 
@@ -345,7 +345,7 @@ impl LogSegment {
 
     /// Whether appending `batch_size` more bytes ending at `last_offset`
     /// requires rolling to a new segment first.
-    pub fn should_roll(
+    pub(crate) fn should_roll(
         &self,
         batch_size: u64,
         last_offset: i64,
@@ -381,7 +381,7 @@ impl LogSegment {
     /// its last valid batch and there are lost from the file, not from the
     /// log, so offsets stay contiguous and reads there fail rather than
     /// skip ahead.
-    pub fn mark_lost_until(&mut self, next_base: i64) {
+    pub(crate) fn mark_lost_until(&mut self, next_base: i64) {
         if next_base > self.next_offset {
             self.lost_from = Some(self.next_offset);
             self.next_offset = next_base;
@@ -389,13 +389,13 @@ impl LogSegment {
     }
 
     /// The first offset whose records the file lost, if recovery cut it.
-    pub fn lost_from(&self) -> Option<i64> {
+    pub(crate) fn lost_from(&self) -> Option<i64> {
         self.lost_from
     }
 
     /// Gives the file handle of a segment that will not be written again
     /// to the process's pool; reads reopen it through the pool from now on.
-    pub fn release_file(&mut self) {
+    pub(crate) fn release_file(&mut self) {
         if let Some(file) = self.file.take() {
             super::file_pool::global().insert(&self.log_path(), file);
         }
@@ -403,13 +403,13 @@ impl LogSegment {
 
     /// Writes pending index entries (without fsync; indexes are rebuilt by
     /// recovery if they are behind the log).
-    pub fn persist_indexes(&mut self) -> io::Result<()> {
+    pub(crate) fn persist_indexes(&mut self) -> io::Result<()> {
         self.index.persist(false)?;
         self.time_index.persist(false)
     }
 
     /// Deletes the segment's files. Open readers keep working.
-    pub fn delete_files(&self) -> io::Result<()> {
+    pub(crate) fn delete_files(&self) -> io::Result<()> {
         let (log, idx, tidx) = Self::paths(&self.dir, self.base_offset);
         super::file_pool::global().forget(&log);
         for p in [log, idx, tidx, self.txn_index.path().to_path_buf()] {
@@ -444,16 +444,17 @@ impl LogSegment {
             None => super::file_pool::global().get(&self.log_path()),
         }
     }
-    pub fn log_path(&self) -> PathBuf {
+    pub(crate) fn log_path(&self) -> PathBuf {
         Self::paths(&self.dir, self.base_offset).0
     }
-    pub fn offset_index(&self) -> &OffsetIndex {
+    #[cfg(test)]
+    pub(crate) fn offset_index(&self) -> &OffsetIndex {
         &self.index
     }
     pub fn txn_index(&self) -> &TransactionIndex {
         &self.txn_index
     }
-    pub fn txn_index_mut(&mut self) -> &mut TransactionIndex {
+    pub(crate) fn txn_index_mut(&mut self) -> &mut TransactionIndex {
         &mut self.txn_index
     }
     pub fn time_index(&self) -> &TimeIndex {
@@ -461,7 +462,7 @@ impl LogSegment {
     }
 
     /// File position to start scanning from to find `offset`.
-    pub fn position_hint(&self, offset: i64) -> u64 {
+    pub(crate) fn position_hint(&self, offset: i64) -> u64 {
         self.index
             .floor(offset - self.base_offset)
             .map(|e| e.position as u64)
@@ -470,7 +471,7 @@ impl LogSegment {
 
     /// File position to start scanning from to find the first batch with a
     /// timestamp `>= timestamp`.
-    pub fn position_for_timestamp(&self, timestamp: i64) -> u64 {
+    pub(crate) fn position_for_timestamp(&self, timestamp: i64) -> u64 {
         match self.time_index.floor(timestamp.saturating_sub(1)) {
             Some(e) => self.position_hint(self.base_offset + e.relative_offset as i64),
             None => 0,
@@ -496,7 +497,7 @@ pub struct SegmentSlice {
 
 impl SegmentSlice {
     /// Reads the header of the batch at `position`.
-    pub fn header_at(&self, position: u64) -> io::Result<Option<BatchHeader>> {
+    pub(crate) fn header_at(&self, position: u64) -> io::Result<Option<BatchHeader>> {
         if position + HEADER_LEN as u64 > self.end {
             return Ok(None);
         }
@@ -521,7 +522,7 @@ impl SegmentSlice {
     }
 
     /// From `position`, the first batch whose max timestamp is `>= ts`.
-    pub fn seek_timestamp(
+    pub(crate) fn seek_timestamp(
         &self,
         mut position: u64,
         ts: i64,
@@ -557,7 +558,7 @@ pub fn retention_timestamp(seg: &LogSegment) -> i64 {
 
 /// Decodes the batch at `pos` to find the first record (below `hw`) whose
 /// timestamp satisfies `pred`. LogAppendTime batches carry one timestamp.
-pub fn find_record(
+pub(crate) fn find_record(
     slice: &SegmentSlice,
     pos: u64,
     h: &BatchHeader,

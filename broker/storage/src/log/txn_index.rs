@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use strata_common::durable_file::write_atomically;
 
-pub const TXN_INDEX_SUFFIX: &str = ".txnindex";
+pub(crate) const TXN_INDEX_SUFFIX: &str = ".txnindex";
 pub use strata_format::txn_index::{decode_entries, encode_entries, AbortedTxn};
 
 #[derive(Debug)]
@@ -72,7 +72,7 @@ impl TransactionIndex {
 
     /// Drops the entries whose marker is at or above `offset` (a log
     /// truncated there, or entries about to be rebuilt from the log).
-    pub fn truncate_from(&mut self, offset: i64) -> io::Result<()> {
+    pub(crate) fn truncate_from(&mut self, offset: i64) -> io::Result<()> {
         let before = self.entries.len();
         self.entries.retain(|e| e.last_offset < offset);
         if self.entries.len() == before {

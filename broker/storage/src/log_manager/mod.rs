@@ -722,7 +722,7 @@ impl LogManager {
 
     /// One retention pass over every partition; also rolls active segments
     /// older than `segment.ms`, so an idle partition's data is sealed.
-    pub fn enforce_retention(&self) {
+    pub(crate) fn enforce_retention(&self) {
         let now = self.clock.now_ms();
         for log in self.all_logs() {
             let result = if self.tiered(&log) {
