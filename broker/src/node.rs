@@ -543,6 +543,7 @@ impl Node {
         let _ = self.server.await;
         let _ = self.http.await;
         self.cluster.left().await;
+        self.logs.stop_background().await;
         let logs = self.logs;
         tokio::task::spawn_blocking(move || logs.shutdown())
             .await

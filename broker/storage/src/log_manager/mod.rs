@@ -102,6 +102,10 @@ pub struct LogManager {
     cleaners: Mutex<Option<crate::log::cleaner::Cleaners>>,
     /// The clock every partition log, retention pass and cleaner reads.
     clock: SharedClock,
+    /// The retention and checkpoint loops (`start_background`), joined by
+    /// `stop_background`, and the signal that ends them.
+    background: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    stop_background: tokio::sync::watch::Sender<bool>,
 }
 
 /// How long `shutdown` waits for a cleaning pass in progress to end.
@@ -260,6 +264,8 @@ impl LogManager {
             commit_latency,
             cleaners: Mutex::new(None),
             clock,
+            background: Mutex::new(Vec::new()),
+            stop_background: tokio::sync::watch::channel(false).0,
         }))
     }
 
@@ -682,11 +688,15 @@ impl LogManager {
         }
         let me = self.clone();
         let interval = self.broker.settings().log_retention_check_interval;
-        tokio::spawn(async move {
+        let mut stop = self.stop_background.subscribe();
+        let retention = tokio::spawn(async move {
             let mut tick = tokio::time::interval(interval);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
-                tick.tick().await;
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = stop.wait_for(|stopped| *stopped) => return,
+                }
                 let m = me.clone();
                 if let Err(e) = tokio::task::spawn_blocking(move || m.enforce_retention()).await {
                     tracing::error!(error = %e, "retention task failed");
@@ -705,11 +715,15 @@ impl LogManager {
         }
         let me = self.clone();
         let interval = self.broker.settings().log_flush_offset_checkpoint_interval;
-        tokio::spawn(async move {
+        let mut stop = self.stop_background.subscribe();
+        let checkpoints = tokio::spawn(async move {
             let mut tick = tokio::time::interval(interval);
             tick.tick().await;
             loop {
-                tick.tick().await;
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = stop.wait_for(|stopped| *stopped) => return,
+                }
                 let m = me.clone();
                 match tokio::task::spawn_blocking(move || m.write_checkpoints()).await {
                     Ok(Ok(())) => {}
@@ -718,6 +732,10 @@ impl LogManager {
                 }
             }
         });
+        self.background
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend([retention, checkpoints]);
     }
 
     /// One retention pass over every partition; also rolls active segments
@@ -742,8 +760,23 @@ impl LogManager {
         }
     }
 
+    /// Ends the retention and checkpoint loops, waiting for a pass in
+    /// progress: none may run under `shutdown`, and a checkpoint written
+    /// after `shutdown`'s own would put back older log start offsets (and
+    /// with them records DeleteRecords removed).
+    pub async fn stop_background(&self) {
+        self.stop_background.send_replace(true);
+        let tasks = std::mem::take(&mut *self.background.lock().unwrap_or_else(|e| e.into_inner()));
+        for task in tasks {
+            if let Err(e) = task.await {
+                tracing::error!(error = %e, "a log manager task failed");
+            }
+        }
+    }
+
     /// Clean shutdown: flush and seal every log, write checkpoints, then the
-    /// marker that lets the next start skip recovery.
+    /// marker that lets the next start skip recovery. After
+    /// `stop_background`.
     pub fn shutdown(&self) -> io::Result<()> {
         // No cleaning pass may swap segments while the logs are closed and
         // checkpointed: the cleaner threads stop first.

@@ -1,6 +1,6 @@
-//! Log manager tests that move time on an injected clock instead of
-//! sleeping: `segment.ms` and `retention.ms` as the retention pass applies
-//! them.
+//! Log manager tests: `segment.ms` and `retention.ms` as the retention
+//! pass applies them, on an injected clock the test moves instead of
+//! sleeping; the background loops end when stopped.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -54,4 +54,28 @@ async fn segment_ms_and_retention_ms_are_read_on_the_log_managers_clock() {
     logs.enforce_retention();
     assert_eq!((log.segment_count(), log.log_start_offset()), (1, 5));
     assert_eq!(clock.now_ms() - (written_at + 4), 60_001);
+}
+
+/// `stop_background` joins the retention and checkpoint loops: each holds
+/// the manager, so once they are joined the test holds the only handle.
+#[tokio::test]
+async fn stopping_the_background_loops_joins_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Arc::new(
+        BrokerConfig::load(
+            None,
+            &[
+                "log.cleaner.enable=false".into(),
+                "log.retention.check.interval.ms=1".into(),
+                "log.flush.offset.checkpoint.interval.ms=1".into(),
+            ],
+        )
+        .unwrap(),
+    );
+    let logs = LogManager::open(dir.path(), broker, None, strata_common::clock::system()).unwrap();
+    logs.start_background(|_| {});
+    assert_eq!(Arc::strong_count(&logs), 3, "the two loops hold it");
+    logs.stop_background().await;
+    assert_eq!(Arc::strong_count(&logs), 1);
+    logs.shutdown().unwrap();
 }
