@@ -500,9 +500,13 @@ def metrics_of(b, topic: str, partition: int = 0) -> dict[str, float]:
 
 def local_segments(b, topic: str, partition: int = 0) -> dict[int, int]:
     """{base offset: size} of the partition's local .log files, sorted;
-    tolerates files deleted while listing (tiering deletes concurrently)."""
+    tolerates files deleted while listing (tiering deletes concurrently).
+    A partition always has an active segment, so an empty listing is
+    looked at again, for up to 10 s (a loaded machine), before it is
+    returned."""
     d = b.partition_dir(topic, partition)
-    for _ in range(20):
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
         out = {}
         try:
             for f in os.scandir(d):
