@@ -115,15 +115,6 @@ def test_librdkafka_suite(run, rdkafka_tests_dir, tmp_path):
     rdk.execute(run, rdkafka_tests_dir, tmp_path, timeout=RUNNER_LIMIT)
     verdicts = run.verdicts()
     failed = {k: why for k, (ok, why) in verdicts.items() if not ok}
-    if failed and run.retryable():
-        # The test's own check races (ALLOWLIST `retry`, FINDINGS.md): one
-        # more run with a fresh broker, which must pass.
-        print(f"librdkafka runner [{run.name}] failed ({'; '.join(failed.values())[:300]}); "
-              f"running it once more (ALLOWLIST retry)")
-        run = rdk.Run(run.entries, run.subtests, run.scenario)
-        rdk.execute(run, rdkafka_tests_dir, tmp_path / "retry", timeout=RUNNER_LIMIT)
-        verdicts = run.verdicts()
-        failed = {k: why for k, (ok, why) in verdicts.items() if not ok}
     print(f"librdkafka runner [{run.name}]: exit {run.rc}, {run.wall:.0f}s, "
           f"{len(verdicts) - len(failed)}/{len(verdicts)} entries passed")
     if failed:

@@ -65,7 +65,6 @@ class Entry:
     tier: str = "ci"              # "ci" or "full"
     note: str = ""
     scenario: str = "default"     # librdkafka test scenario (broker settings)
-    retry: bool = False           # the test itself races (FINDINGS.md): one rerun on failure
     serial: bool = False          # not run alongside other tests (a -p1 runner; FINDINGS.md)
 
     @property
@@ -81,20 +80,19 @@ def parse_entry(text: str, tier: str = "ci", note: str = "", scenario: str = "de
 
 
 def read_allowlist(path: Path = ALLOWLIST) -> list[Entry]:
-    """ALLOWLIST lines: `NUMBER[:SUBTESTS] [full] [noautocreate] [retry] [serial]  # what it covers`."""
+    """ALLOWLIST lines: `NUMBER[:SUBTESTS] [full] [noautocreate] [serial]  # what it covers`."""
     out = []
     for line in path.read_text().splitlines():
         body, _, note = line.partition("#")
         words = body.split()
         if not words:
             continue
-        unknown = set(words[1:]) - {"full", "noautocreate", "retry", "serial"}
+        unknown = set(words[1:]) - {"full", "noautocreate", "serial"}
         if unknown:
             raise ValueError(f"{path}: unknown word(s) {sorted(unknown)} in {line!r}")
         tier = "full" if "full" in words[1:] else "ci"
         scenario = "noautocreate" if "noautocreate" in words[1:] else "default"
         e = parse_entry(words[0], tier, note.strip(), scenario)
-        e.retry = "retry" in words[1:]
         e.serial = "serial" in words[1:]
         out.append(e)
     return out
@@ -309,10 +307,6 @@ class Run:
         return out
 
 
-    def retryable(self) -> bool:
-        """A runner of one `retry` entry, whose broker survived."""
-        return len(self.entries) == 1 and self.entries[0].retry and self.broker_ok
-
     def subtest_passed(self, sub: str) -> bool:
         """A sub-test whose name contains `sub` passed, none was skipped
         ("[ name: PASS (1.23s) ]" / "[ name: SKIP: why ]" lines)."""
@@ -337,15 +331,15 @@ def plan(entries: list[Entry], each: bool = False, parallel: int | None = None) 
     parallel = PARALLEL if parallel is None else parallel
     runs = []
     for sc in dict.fromkeys(e.scenario for e in entries):
-        whole = [e for e in entries if not e.subtests and not e.retry and e.scenario == sc]
+        whole = [e for e in entries if not e.subtests and e.scenario == sc]
         together = [e for e in whole if e.tier == "ci" and not e.serial] if parallel > 1 else []
         alone = [e for e in whole if e not in together]
         if together:
             runs.append(Run(together, None, sc, parallel=parallel))
         if alone:
             runs.append(Run(alone, None, sc))
-    # NUMBER:SUBTESTS entries, and `retry` ones (rerun alone), run by themselves.
-    runs += [Run([e], e.subtests, e.scenario) for e in entries if e.subtests or e.retry]
+    # NUMBER:SUBTESTS entries run by themselves.
+    runs += [Run([e], e.subtests, e.scenario) for e in entries if e.subtests]
     return runs
 
 
@@ -411,10 +405,6 @@ def main() -> int:
         wd = root / re.sub(r"[^\w.-]", "_", run.name)
         limit = a.timeout or (600 if len(run.entries) == 1 else 1800)
         execute(run, tests_dir, wd, timeout=limit, quick=a.quick, extra_args=a.runner_arg)
-        if run.retryable() and not all(ok for ok, _ in run.verdicts().values()):
-            print(f"-- runner [{run.name}] failed; running it once more (ALLOWLIST retry)", flush=True)
-            run = Run(run.entries, run.subtests, run.scenario, parallel=run.parallel)
-            execute(run, tests_dir, wd / "retry", timeout=limit, quick=a.quick, extra_args=a.runner_arg)
         for name, r in sorted(run.results.items()):
             all_results[name] = {**r, "log": run.log}
             print(f"{name:50s} {r['state']:10s} {r['duration']:8.1f}s  {r['reason'][:110]}", flush=True)
