@@ -170,6 +170,9 @@ LAYERS = [
 FIELDS = [
     ("broker", ["server/handlers/*.rs"], re.compile(r"\.(logs|remote)\b"),
      "a handler reaches partitions and the bucket through b.replicas"),
+    ("broker", ["partition/*.rs"], re.compile(r"\bstrata_tiering\b"),
+     "the partition layer reads the catalog through its shared ManifestView"
+     " (strata_catalog) and reaches the uploader only through TieredStorage"),
     *[(c, ["**/*.rs"], re.compile(r'\.value\("[a-z0-9]+(?:\.[a-z0-9]+)+"\)'),
        "code reads a broker setting from config.settings() (typed, parsed once),"
        " not by name (config/settings.rs)") for c in ("broker", "broker/common", "broker/storage", "broker/cluster",

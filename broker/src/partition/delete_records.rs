@@ -16,6 +16,7 @@ use kafka_protocol::ResponseError;
 
 use super::ReplicaManager;
 use crate::log::PartitionLog;
+use strata_catalog::ManifestView;
 
 /// One partition to delete records of, below `offset`.
 #[derive(Debug, Clone)]
@@ -45,7 +46,9 @@ struct Pending {
     slot: usize,
     log: Arc<PartitionLog>,
     offset: i64,
-    catalog: Option<Arc<strata_tiering::RemotePartition>>,
+    /// The catalog's shared view (`strata_catalog::ManifestView`), when
+    /// the bucket must record the new log start before the answer.
+    catalog: Option<Arc<ManifestView>>,
 }
 
 impl ReplicaManager {
@@ -69,8 +72,9 @@ impl ReplicaManager {
             match self.start_one(&p.topic, p.partition, p.offset) {
                 Ok((log, offset)) => {
                     let catalog = self.awaited_catalog(&log, offset);
-                    if let Some(rp) = &catalog {
-                        rp.wake();
+                    if catalog.is_some() {
+                        // Its uploader records the new log start now.
+                        self.wake_uploader(&log);
                     }
                     pending.push(Pending {
                         slot,
@@ -169,16 +173,21 @@ impl ReplicaManager {
     /// The tiered view whose catalog must record the new log start before the
     /// answer: the partition is tiered (or the bucket holds part of it) and
     /// the catalog's log start is below the offset.
-    fn awaited_catalog(
-        &self,
-        log: &PartitionLog,
-        offset: i64,
-    ) -> Option<Arc<strata_tiering::RemotePartition>> {
+    fn awaited_catalog(&self, log: &PartitionLog, offset: i64) -> Option<Arc<ManifestView>> {
         let topic = self.logs.topic(log.topic())?;
-        let rp = self.remote.as_ref()?.partition(&topic, log.partition())?;
-        let m = rp.manifest();
+        let view = self
+            .remote
+            .as_ref()?
+            .manifest_view(&topic, log.partition())?;
+        let m = view.current();
         let tiered = crate::config::tiering_enabled(&self.config, log.topic(), &log.config());
-        (m.log_start_offset < offset && (tiered || !m.segments.is_empty())).then_some(rp)
+        (m.log_start_offset < offset && (tiered || !m.segments.is_empty())).then_some(view)
+    }
+
+    fn wake_uploader(&self, log: &PartitionLog) {
+        if let (Some(remote), Some(topic)) = (&self.remote, self.logs.topic(log.topic())) {
+            remote.wake(&topic, log.partition());
+        }
     }
 
     /// Kafka's `lowWatermarkIfLeader`: the smallest log start among this
@@ -209,5 +218,5 @@ impl ReplicaManager {
 fn catalog_caught_up(p: &Pending) -> bool {
     p.catalog
         .as_ref()
-        .is_none_or(|rp| rp.manifest().log_start_offset >= p.offset)
+        .is_none_or(|view| view.current().log_start_offset >= p.offset)
 }

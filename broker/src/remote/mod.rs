@@ -159,6 +159,14 @@ impl TieredStorage {
     pub fn manifest_view(&self, topic: &Topic, partition: i32) -> Option<Arc<ManifestView>> {
         self.partition(topic, partition).map(|rp| rp.view().clone())
     }
+
+    /// Runs the uploader's next round of a partition now (DeleteRecords:
+    /// the catalog records the new log start before the answer).
+    pub fn wake(&self, topic: &Topic, partition: i32) {
+        if let Some(rp) = self.partition(topic, partition) {
+            rp.wake();
+        }
+    }
 }
 
 #[cfg(test)]
