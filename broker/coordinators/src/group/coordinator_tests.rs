@@ -77,6 +77,22 @@ async fn until_state(c: &GroupCoordinator, state: &str) {
     }
 }
 
+/// Opens the data directory in `dir` again, as a restarted broker does,
+/// and its group coordinator, leading every offsets partition.
+fn restart(dir: &std::path::Path, cfg: &BrokerConfig) -> Arc<GroupCoordinator> {
+    let logs = LogManager::open(
+        dir,
+        Arc::new(cfg.clone()),
+        None,
+        strata_common::clock::system(),
+    )
+    .unwrap();
+    logs.start_background(|_| {});
+    let c = GroupCoordinator::open(logs, cfg, false, strata_common::clock::system()).unwrap();
+    c.follow_leadership_now();
+    c
+}
+
 /// Runs the KIP-394 handshake for a new dynamic member.
 async fn join_new(c: &GroupCoordinator) -> JoinResult {
     let first = c.join(join_req("", None)).await;
@@ -307,16 +323,7 @@ async fn offsets_and_membership_survive_reopen() {
     drop(c);
     logs.shutdown().unwrap();
     drop(logs);
-    let logs = LogManager::open(
-        d.path(),
-        Arc::new(cfg.clone()),
-        None,
-        strata_common::clock::system(),
-    )
-    .unwrap();
-    logs.start_background(|_| {});
-    let c = GroupCoordinator::open(logs, &cfg, false, strata_common::clock::system()).unwrap();
-    c.follow_leadership_now();
+    let c = restart(d.path(), &cfg);
     let f = c.fetch("g", None);
     assert_eq!(
         (f[0].partition, f[0].offset, f[0].metadata.as_str()),
@@ -374,16 +381,7 @@ async fn offsets_of_empty_groups_expire_durably() {
     drop(c);
     logs.shutdown().unwrap();
     drop(logs);
-    let logs = LogManager::open(
-        d.path(),
-        Arc::new(cfg.clone()),
-        None,
-        strata_common::clock::system(),
-    )
-    .unwrap();
-    logs.start_background(|_| {});
-    let c = GroupCoordinator::open(logs, &cfg, false, strata_common::clock::system()).unwrap();
-    c.follow_leadership_now();
+    let c = restart(d.path(), &cfg);
     assert!(
         c.fetch("old", None).is_empty(),
         "expiry is written as tombstones"
@@ -457,16 +455,7 @@ async fn the_log_cleaner_keeps_only_live_state() {
     drop(log);
     logs.shutdown().unwrap();
     drop(logs);
-    let logs = LogManager::open(
-        d.path(),
-        Arc::new(cfg.clone()),
-        None,
-        strata_common::clock::system(),
-    )
-    .unwrap();
-    logs.start_background(|_| {});
-    let c = GroupCoordinator::open(logs, &cfg, false, strata_common::clock::system()).unwrap();
-    c.follow_leadership_now();
+    let c = restart(d.path(), &cfg);
     let f = c.fetch("g", Some(vec![("t".into(), vec![0, 1])]));
     assert_eq!((f[0].offset, f[1].offset), (298, 299));
     assert_eq!(c.describe("g").state, "Stable");

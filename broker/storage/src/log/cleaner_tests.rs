@@ -96,8 +96,7 @@ fn clean(log: &PartitionLog, now: i64) -> Option<CleanStats> {
 
 /// 100 keys, each written 10 times over 10 segments, then a fresh segment.
 fn updated_log(dir: &std::path::Path, c: Compression) -> Arc<PartitionLog> {
-    let log =
-        PartitionLog::create(dir, "t", 0, config(&[]), strata_common::clock::system()).unwrap();
+    let log = crate::log::test_logs::create(dir, config(&[]));
     for round in 0..10 {
         for chunk in 0..4 {
             let recs: Vec<_> = (chunk * 25..chunk * 25 + 25)
@@ -195,17 +194,7 @@ fn a_restart_reads_compaction_gaps_as_gaps_not_loss() {
     log.close().unwrap();
     drop(log);
     for clean_shutdown in [false, true] {
-        let log = PartitionLog::open(
-            dir.path(),
-            "t",
-            0,
-            config(&[]),
-            None,
-            None,
-            clean_shutdown,
-            strata_common::clock::system(),
-        )
-        .unwrap();
+        let log = crate::log::test_logs::open(dir.path(), config(&[]), None, None, clean_shutdown);
         log.flush().unwrap();
         assert_eq!(read_all(&log), before, "clean_shutdown={clean_shutdown}");
         log.close().unwrap();
@@ -224,17 +213,7 @@ fn an_interrupted_pass_loses_nothing() {
     let tmp = pdir.join(TMP_DIR);
     fs::create_dir_all(&tmp).unwrap();
     fs::write(tmp.join("00000000000000000000.log"), b"partial").unwrap();
-    let log = PartitionLog::open(
-        dir.path(),
-        "t",
-        0,
-        config(&[]),
-        None,
-        None,
-        true,
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::open(dir.path(), config(&[]), None, None, true);
     log.flush().unwrap();
     assert!(!tmp.exists());
     assert_eq!(read_all(&log).len(), 1000);
@@ -244,14 +223,10 @@ fn an_interrupted_pass_loses_nothing() {
 #[test]
 fn the_active_segment_and_young_segments_are_not_cleaned() {
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(
+    let log = crate::log::test_logs::create(
         dir.path(),
-        "t",
-        0,
         config(&["log.cleaner.min.compaction.lag.ms=3600000"]),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    );
     for _ in 0..5 {
         put(&log, &[("k".into(), Some("v".into()))], Compression::None);
         log.roll().unwrap();
@@ -265,14 +240,7 @@ fn the_active_segment_and_young_segments_are_not_cleaned() {
     assert_eq!(read_all(&log).len(), 1);
 
     // Records in the active segment stay, whatever their key.
-    let log2 = PartitionLog::create(
-        &dir.path().join("b"),
-        "t",
-        0,
-        config(&[]),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log2 = crate::log::test_logs::create(&dir.path().join("b"), config(&[]));
     for _ in 0..5 {
         put(&log2, &[("k".into(), Some("v".into()))], Compression::None);
     }
@@ -287,14 +255,10 @@ fn max_compaction_lag_rolls_the_active_segment() {
     // at max.compaction.lag.ms when that is below segment.ms, so its
     // records can be cleaned in time.
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(
+    let log = crate::log::test_logs::create(
         dir.path(),
-        "t",
-        0,
         config(&["log.cleaner.max.compaction.lag.ms=1000"]),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    );
     assert_eq!(log.config().max_segment_ms(), 1000);
     put(&log, &[("k".into(), Some("v".into()))], Compression::None);
     let now = strata_common::clock::now_ms();
@@ -328,17 +292,13 @@ fn compact_delete_keeps_the_latest_value_of_each_key_within_the_delete_window() 
     // segments past the window (whatever they hold), compaction keeps the
     // latest value of each key inside it.
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(
+    let log = crate::log::test_logs::create(
         dir.path(),
-        "t",
-        0,
         config(&[
             "log.cleanup.policy=compact,delete",
             "log.retention.ms=60000",
         ]),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    );
     let now = strata_common::clock::now_ms();
     let keys = |p: &str| -> Vec<(String, Option<String>)> {
         (0..20)
@@ -371,14 +331,10 @@ fn compact_delete_keeps_the_latest_value_of_each_key_within_the_delete_window() 
     );
     // `compact` alone: the same log keeps the old keys (no retention).
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(
+    let log = crate::log::test_logs::create(
         dir.path(),
-        "t",
-        0,
         config(&["log.cleanup.policy=compact", "log.retention.ms=60000"]),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    );
     put_at(&log, &keys("old"), Compression::None, now - 120_000);
     log.roll().unwrap();
     put_at(&log, &keys("new"), Compression::None, now);
@@ -454,14 +410,7 @@ fn data_and_markers(log: &PartitionLog) -> (Vec<(i64, String, String)>, usize) {
 #[test]
 fn aborted_records_are_removed_and_never_hide_a_committed_value() {
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(
-        dir.path(),
-        "t",
-        0,
-        config(&[]),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::create(dir.path(), config(&[]));
     put(
         &log,
         &[
@@ -500,14 +449,7 @@ fn aborted_records_are_removed_and_never_hide_a_committed_value() {
 #[test]
 fn a_segment_holding_an_open_transaction_is_not_cleaned() {
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(
-        dir.path(),
-        "t",
-        0,
-        config(&[]),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::create(dir.path(), config(&[]));
     put_txn(&log, 9, &[("a", "open")]); // 0: open, may still abort
     put(
         &log,

@@ -187,17 +187,8 @@ fn truncation_cuts_the_divergent_tail_and_the_log_goes_on() {
     follower.flush().unwrap();
     follower.close().unwrap();
     let dir = follower.dir().parent().unwrap().to_path_buf();
-    let reopened = PartitionLog::open(
-        &dir,
-        "t",
-        0,
-        config(&["log.segment.bytes=200"]),
-        None,
-        None,
-        false,
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let reopened =
+        crate::log::test_logs::open(&dir, config(&["log.segment.bytes=200"]), None, None, false);
     assert_eq!(reopened.log_end_offset(), 13);
 }
 
@@ -534,14 +525,7 @@ fn a_log_created_empty_is_hydrated_only_once_caught_up() {
 /// held before (a replaced disk).
 fn two_logs_one_unhydrated() -> (tempfile::TempDir, Arc<PartitionLog>, Arc<PartitionLog>) {
     let dir = tempfile::tempdir().unwrap();
-    let leader = PartitionLog::create(
-        &dir.path().join("a"),
-        "t",
-        0,
-        config(&[]),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let leader = crate::log::test_logs::create(&dir.path().join("a"), config(&[]));
     let follower = PartitionLog::create_unhydrated(
         &dir.path().join("b"),
         "t",
@@ -559,17 +543,7 @@ fn reopen(log: &Arc<PartitionLog>) -> Arc<PartitionLog> {
     log.flush().unwrap();
     log.close().unwrap();
     let dir = log.dir().parent().unwrap().to_path_buf();
-    PartitionLog::open(
-        &dir,
-        "t",
-        0,
-        config(&[]),
-        None,
-        None,
-        false,
-        strata_common::clock::system(),
-    )
-    .unwrap()
+    crate::log::test_logs::open(&dir, config(&[]), None, None, false)
 }
 
 #[test]

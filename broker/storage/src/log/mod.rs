@@ -28,6 +28,8 @@ pub mod replicas;
 pub mod retention;
 pub mod sealed;
 pub mod segment;
+#[cfg(test)]
+pub(crate) mod test_logs;
 pub mod tiered_part;
 pub mod timestamps;
 pub mod transactions;

@@ -28,14 +28,7 @@ fn append_n(log: &PartitionLog, batches: usize, ts: i64) -> Vec<AppendInfo> {
 #[test]
 fn offsets_are_assigned_and_reads_stop_at_high_watermark() {
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(
-        dir.path(),
-        "t",
-        0,
-        config(&[]),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::create(dir.path(), config(&[]));
     let infos = append_n(&log, 3, 1_000);
     assert_eq!(infos[0].base_offset, 0);
     assert_eq!(infos[2].last_offset, 11);
@@ -59,14 +52,7 @@ fn offsets_are_assigned_and_reads_stop_at_high_watermark() {
 #[test]
 fn max_bytes_returns_whole_batches_and_min_one() {
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(
-        dir.path(),
-        "t",
-        0,
-        config(&[]),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::create(dir.path(), config(&[]));
     append_n(&log, 3, 0);
     log.flush().unwrap();
     let size = BatchHeader::parse(&log.read(0, 1 << 20, true).unwrap().records)
@@ -81,14 +67,7 @@ fn max_bytes_returns_whole_batches_and_min_one() {
 #[test]
 fn rolls_segments_and_reads_across_them() {
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(
-        dir.path(),
-        "t",
-        0,
-        config(&["log.segment.bytes=1000"]),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::create(dir.path(), config(&["log.segment.bytes=1000"]));
     append_n(&log, 20, 0);
     log.flush().unwrap();
     assert!(log.segment_count() >= 5);
@@ -108,14 +87,7 @@ fn rolls_segments_and_reads_across_them() {
 #[test]
 fn timestamp_lookups_across_segments() {
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(
-        dir.path(),
-        "t",
-        0,
-        config(&["log.segment.bytes=1000"]),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::create(dir.path(), config(&["log.segment.bytes=1000"]));
     // Batch i holds timestamps 10_000 + i*10 + 0..3.
     append_n(&log, 20, 10_000);
     log.flush().unwrap();
@@ -143,14 +115,7 @@ fn timestamp_lookups_across_segments() {
 fn retention_by_bytes_and_time_advances_log_start() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(&["log.segment.bytes=1000"]);
-    let log = PartitionLog::create(
-        dir.path(),
-        "t",
-        0,
-        cfg.clone(),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::create(dir.path(), cfg.clone());
     let now = now_ms();
     append_n(&log, 20, now - 10_000);
     log.flush().unwrap();
@@ -185,14 +150,7 @@ fn retention_by_bytes_and_time_advances_log_start() {
 fn unclean_reopen_truncates_torn_tail_and_keeps_durable_data() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(&["log.segment.bytes=1000"]);
-    let log = PartitionLog::create(
-        dir.path(),
-        "t",
-        0,
-        cfg.clone(),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::create(dir.path(), cfg.clone());
     append_n(&log, 10, 0);
     log.flush().unwrap();
     let hw = log.high_watermark();
@@ -202,17 +160,7 @@ fn unclean_reopen_truncates_torn_tail_and_keeps_durable_data() {
     let half = testing::batch(4, 100, 0);
     let mut f = fs::OpenOptions::new().append(true).open(&active).unwrap();
     std::io::Write::write_all(&mut f, &half[..half.len() / 2]).unwrap();
-    let log = PartitionLog::open(
-        dir.path(),
-        "t",
-        0,
-        cfg,
-        Some(0),
-        None,
-        false,
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::open(dir.path(), cfg, Some(0), None, false);
     assert_eq!(log.log_end_offset(), hw);
     assert_eq!(log.high_watermark(), hw);
     let mut offset = 0;
@@ -228,14 +176,7 @@ fn unclean_reopen_truncates_torn_tail_and_keeps_durable_data() {
 fn a_sealed_segment_cut_short_keeps_its_successors_and_fails_reads_in_the_cut() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(&["log.segment.bytes=2500"]);
-    let log = PartitionLog::create(
-        dir.path(),
-        "t",
-        0,
-        cfg.clone(),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::create(dir.path(), cfg.clone());
     append_n(&log, 20, 0);
     log.flush().unwrap();
     let hw = log.high_watermark();
@@ -257,17 +198,7 @@ fn a_sealed_segment_cut_short_keeps_its_successors_and_fails_reads_in_the_cut() 
         .unwrap()
         .set_len(len / 2)
         .unwrap();
-    let log = PartitionLog::open(
-        dir.path(),
-        "t",
-        0,
-        cfg,
-        Some(0),
-        None,
-        false,
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::open(dir.path(), cfg, Some(0), None, false);
     assert_eq!(log.log_end_offset(), hw, "later segments are kept");
     assert_eq!(first_end, second);
     let kept = BatchScanner::new(&log.read(0, 1 << 20, true).unwrap().records, true)
@@ -287,14 +218,7 @@ fn a_sealed_segment_cut_short_keeps_its_successors_and_fails_reads_in_the_cut() 
 #[tokio::test]
 async fn acks_all_waits_for_flusher_group_commit() {
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(
-        dir.path(),
-        "t",
-        0,
-        config(&[]),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::create(dir.path(), config(&[]));
     /// Counts the rounds reported and keeps the longest latency.
     #[derive(Debug, Default)]
     struct Rounds(std::sync::Mutex<Vec<Duration>>);
@@ -340,14 +264,7 @@ fn append_raw(log: &PartitionLog, b: &[u8]) -> Result<AppendInfo, LogError> {
 fn idempotent_retries_are_deduplicated_across_restarts() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(&["log.segment.bytes=600"]);
-    let log = PartitionLog::create(
-        dir.path(),
-        "t",
-        0,
-        cfg.clone(),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::create(dir.path(), cfg.clone());
     append_n(&log, 1, 0); // offsets 0..3 from a plain producer
     let first = append_raw(&log, &idempotent_batch(7, 0, 0, 3)).unwrap();
     assert_eq!(
@@ -380,17 +297,7 @@ fn idempotent_retries_are_deduplicated_across_restarts() {
             fs::remove_file(p).unwrap();
         }
     }
-    let log = PartitionLog::open(
-        dir.path(),
-        "t",
-        0,
-        cfg.clone(),
-        None,
-        None,
-        false,
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::open(dir.path(), cfg.clone(), None, None, false);
     let retry = append_raw(&log, &idempotent_batch(7, 0, 7, 1)).unwrap();
     assert!(retry.duplicate);
     assert_eq!(retry.base_offset, leo - 1);
@@ -404,17 +311,7 @@ fn idempotent_retries_are_deduplicated_across_restarts() {
     // A clean close writes a snapshot that the next open uses.
     log.close().unwrap();
     drop(log);
-    let log = PartitionLog::open(
-        dir.path(),
-        "t",
-        0,
-        cfg,
-        None,
-        None,
-        true,
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::open(dir.path(), cfg, None, None, true);
     assert!(
         append_raw(&log, &idempotent_batch(7, 0, 7, 1))
             .unwrap()
@@ -437,14 +334,7 @@ fn idempotent_retries_are_deduplicated_across_restarts() {
 #[test]
 fn a_reader_holding_a_segment_finishes_after_tiering_deletes_it() {
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(
-        dir.path(),
-        "t",
-        0,
-        config(&["log.segment.bytes=600"]),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::create(dir.path(), config(&["log.segment.bytes=600"]));
     append_n(&log, 6, 1_000);
     log.flush().unwrap();
     let sealed = log.sealed_segment_files();
@@ -480,14 +370,7 @@ fn a_reader_holding_a_segment_finishes_after_tiering_deletes_it() {
 fn offsets_before_answers_list_offsets_v0_as_kafka() {
     let dir = tempfile::tempdir().unwrap();
     // Each 4-record batch (~500 bytes) fills a 600-byte segment.
-    let log = PartitionLog::create(
-        dir.path(),
-        "t",
-        0,
-        config(&["log.segment.bytes=600"]),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::create(dir.path(), config(&["log.segment.bytes=600"]));
     assert_eq!(
         log.offsets_before(-1, 10),
         vec![0],
@@ -524,14 +407,7 @@ fn transactional_batch(pid: i64, epoch: i16, seq: i32) -> Vec<u8> {
 fn a_transaction_opens_only_under_a_current_verification_guard() {
     use crate::log::control::{Marker, MarkerType};
     let dir = tempfile::tempdir().unwrap();
-    let log = PartitionLog::create(
-        dir.path(),
-        "t",
-        0,
-        config(&[]),
-        strata_common::clock::system(),
-    )
-    .unwrap();
+    let log = crate::log::test_logs::create(dir.path(), config(&[]));
     let verified = |b: &[u8], token: Option<u64>| {
         let h = batch::validate_all(b).unwrap();
         log.append_from(b, &h, AppendOrigin::VerifiedClient(token))

@@ -84,7 +84,7 @@ mod tests {
         let sets = vec![format!("log.segment.bytes={segment_bytes}")];
         let broker = BrokerConfig::load(None, &sets).unwrap();
         let cfg = SharedConfig::new(TopicConfig::resolve(&broker, &BTreeMap::new()));
-        PartitionLog::create(dir, "t", 0, cfg, strata_common::clock::system()).unwrap()
+        crate::log::test_logs::create(dir, cfg)
     }
 
     /// `batches` batches of 4 records each, made durable.
