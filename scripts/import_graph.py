@@ -161,6 +161,9 @@ LAYERS = [
     ("broker", ["admin/*.rs", "server/topic_admin.rs", "server/config_admin.rs", "partition/*.rs"],
      ["server/handlers"],
      "the admin API and the services below the handlers never call a handler"),
+    ("broker/storage", ["log/*.rs"], ["partition"],
+     "the local log knows nothing of replicas: the partition above it checks roles and"
+     " hands it the epoch to stamp and the high watermark's bound (partition/mod.rs)"),
 ]
 
 # Files that may not name something, with why: a handler that took the
@@ -187,9 +190,9 @@ FIELDS = [
      re.compile(r"\b(?:SystemTime::now|clock::now_ms)\(\)|(?<![\w.])now_ms\(\)"),
      "the log reads wall time (timestamps, retention, segment.ms, compaction lag)"
      " from the log manager's clock (self.clock), never the machine's"),
-    ("broker/storage", ["log/replicas.rs", "log/replica_state.rs"],
+    ("broker/storage", ["partition/mod.rs", "partition/replicas.rs", "partition/replica_state.rs"],
      re.compile(r"\b(?:Instant::now|SystemTime::now)\(\)|\.elapsed\(\)"),
-     "follower progress and the ISR's lag are read on the log's clock (self.clock),"
+     "follower progress and the ISR's lag are read on the log's clock (log().clock()),"
      " so tests move time instead of sleeping"),
 ]
 

@@ -343,7 +343,7 @@ impl Node {
         if let Some(max) = logs
             .topics()
             .iter()
-            .flat_map(|t| t.partitions())
+            .flat_map(|t| t.logs())
             .filter_map(|l| l.max_producer_id())
             .max()
         {

@@ -23,9 +23,9 @@ use strata_common::config::settings::InternalTopicSettings;
 use strata_common::config::{BrokerConfig, BrokerSettings};
 use strata_storage::log::batch::{self, BatchScanner};
 use strata_storage::log::control::{decode_marker, MarkerType};
-use strata_storage::log::group_commit::CommitWait;
 use strata_storage::log::{AppendOrigin, Isolation, LogError, PartitionLog};
 use strata_storage::log_manager::{LogManager, TopicError};
+use strata_storage::partition::{CommitWait, Partition};
 
 #[derive(Debug)]
 pub struct CoordinatorLog {
@@ -70,7 +70,7 @@ impl CoordinatorWriteError {
 /// A write that has been appended; `committed` waits for the high
 /// watermark (every in-sync replica holds it, fsynced).
 pub struct PendingWrite {
-    log: Arc<PartitionLog>,
+    partition: Arc<Partition>,
     end_offset: i64,
     epoch: i32,
 }
@@ -79,7 +79,7 @@ impl PendingWrite {
     /// Committed, timed out, or lost with the leadership (NotLeader: the
     /// client goes to the new coordinator).
     pub async fn committed(self, timeout: Duration) -> CommitWait {
-        self.log
+        self.partition
             .wait_committed(self.end_offset, self.epoch, timeout)
             .await
     }
@@ -187,7 +187,7 @@ impl CoordinatorLog {
     }
 
     pub fn log(&self, partition: i32) -> Option<Arc<PartitionLog>> {
-        self.logs.partition(self.topic, partition)
+        self.logs.log(self.topic, partition)
     }
 
     /// The leader epoch `partition` is coordinated at here, or the error a
@@ -260,15 +260,17 @@ impl CoordinatorLog {
         if expected.is_some_and(|e| e != epoch) {
             return Err(CoordinatorWriteError::NotCoordinator(partition));
         }
-        let log = self
-            .log(partition)
+        let part = self
+            .logs
+            .partition(self.topic, partition)
             .ok_or(CoordinatorWriteError::NotCoordinator(partition))?;
-        if !log.leads_at(epoch) {
+        if !part.leads_at(epoch) {
             return Err(CoordinatorWriteError::NotCoordinator(partition));
         }
+        let log = part.log();
         if self.clustered {
             let min = log.config().min_insync_replicas;
-            let in_sync = log.in_sync_replicas();
+            let in_sync = part.in_sync_replicas();
             if (in_sync as i32) < min {
                 return Err(CoordinatorWriteError::NotEnoughReplicas { in_sync, min });
             }
@@ -281,9 +283,9 @@ impl CoordinatorLog {
         let buf = batch::encode_records_for(&plain, Compression::None, producer)
             .map_err(|e| LogError::Io(std::io::Error::other(e)))?;
         let headers = batch::validate_all(&buf).map_err(LogError::from)?;
-        let info = log.append_from(&buf, &headers, AppendOrigin::Coordinator)?;
+        let info = part.append_from(&buf, &headers, AppendOrigin::Coordinator)?;
         Ok(PendingWrite {
-            log,
+            partition: part,
             end_offset: info.last_offset + 1,
             epoch: info.leader_epoch,
         })

@@ -177,7 +177,7 @@ pub fn detail(b: &Broker, group: &str) -> ApiResult<GroupDetail> {
                 None => {
                     let hw = b
                         .logs
-                        .partition(&c.topic, c.partition)
+                        .log(&c.topic, c.partition)
                         .map(|l| l.high_watermark());
                     let lag = hw.map(|hw| (hw - c.offset.max(0)).max(0));
                     GroupPartition {

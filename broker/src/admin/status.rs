@@ -48,7 +48,7 @@ pub struct BrokerStatus {
 pub async fn get(State(s): State<HttpState>) -> ApiResult<Json<BrokerStatus>> {
     let b = s.broker()?;
     let topics = b.logs.topics();
-    let logs: Vec<_> = topics.iter().flat_map(|t| t.partitions()).collect();
+    let logs: Vec<_> = topics.iter().flat_map(|t| t.logs()).collect();
     let local_bytes: u64 = logs.iter().map(|l| l.size_bytes()).sum();
     let now = b.logs.clock().now_ms();
     Ok(Json(BrokerStatus {

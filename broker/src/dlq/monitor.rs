@@ -138,11 +138,11 @@ impl DlqMonitor {
             .collect();
         let first_pass = !self.lock().first_pass_done;
         for t in &topics {
-            for log in t.partitions() {
-                if !log.is_leader() {
+            for partition in t.partitions() {
+                if !partition.is_leader() {
                     continue;
                 }
-                self.count_new(&t.name, &log, first_pass);
+                self.count_new(&t.name, partition.log(), first_pass);
             }
         }
         // Committed offsets of every group this broker coordinates.
@@ -180,10 +180,11 @@ impl DlqMonitor {
                     });
                 }
             }
-            for log in t.partitions() {
-                if !log.is_leader() {
+            for partition in t.partitions() {
+                if !partition.is_leader() {
                     continue;
                 }
+                let log = partition.log();
                 let p = log.partition();
                 let hw = log.high_watermark();
                 let start = log.log_start_offset();

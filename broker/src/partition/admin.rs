@@ -13,7 +13,7 @@ use kafka_protocol::ResponseError;
 
 use super::ReplicaManager;
 use crate::log::control::Marker;
-use crate::log::group_commit::CommitWait;
+use strata_storage::partition::CommitWait;
 
 /// A producer with state in a partition (DescribeProducers): the
 /// producer state's own view, which holds plain values.
@@ -45,7 +45,7 @@ impl ReplicaManager {
         topic: &str,
         partition: i32,
     ) -> Result<Vec<ProducerView>, (ResponseError, String)> {
-        let Some(log) = self.logs.partition(topic, partition) else {
+        let Some(log) = self.logs.log(topic, partition) else {
             return Err((
                 ResponseError::UnknownTopicOrPartition,
                 format!("This server does not host this topic-partition: {topic}-{partition}"),
@@ -74,7 +74,11 @@ impl ReplicaManager {
             self.txns
                 .write_marker(topic, partition, m.producer_id, m.producer_epoch, marker);
         match written {
-            Ok(Some(w)) => match w.log.wait_committed(w.end, w.leader_epoch, timeout).await {
+            Ok(Some(w)) => match w
+                .partition
+                .wait_committed(w.end, w.leader_epoch, timeout)
+                .await
+            {
                 CommitWait::Committed => Ok(()),
                 CommitWait::TimedOut => Err(ResponseError::RequestTimedOut),
                 CommitWait::NotLeader => Err(ResponseError::NotLeaderOrFollower),
@@ -105,7 +109,7 @@ impl ReplicaManager {
                     None => continue,
                 },
             };
-            let mut logs = topic.partitions();
+            let mut logs = topic.logs();
             logs.sort_by_key(|l| l.partition());
             let parts: Vec<(i32, u64)> = logs
                 .iter()
@@ -159,15 +163,13 @@ pub struct LocalLogStatus {
 impl ReplicaManager {
     /// `topic`-`partition`'s local log on this broker, if it hosts it.
     pub fn local_log_status(&self, topic: &str, partition: i32) -> Option<LocalLogStatus> {
-        self.logs
-            .partition(topic, partition)
-            .map(|l| LocalLogStatus {
-                log_start_offset: l.log_start_offset(),
-                local_log_start_offset: l.local_log_start_offset(),
-                high_watermark: l.high_watermark(),
-                log_end_offset: l.log_end_offset(),
-                local_bytes: l.size_bytes(),
-                local_segments: l.segment_count(),
-            })
+        self.logs.log(topic, partition).map(|l| LocalLogStatus {
+            log_start_offset: l.log_start_offset(),
+            local_log_start_offset: l.local_log_start_offset(),
+            high_watermark: l.high_watermark(),
+            log_end_offset: l.log_end_offset(),
+            local_bytes: l.size_bytes(),
+            local_segments: l.segment_count(),
+        })
     }
 }

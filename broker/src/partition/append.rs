@@ -22,8 +22,9 @@ use strata_format::validator::{self, AppendPolicy, TimestampPolicy, ValidationEr
 use super::errors::{self, AppendFailure};
 use super::ReplicaManager;
 use crate::config::TimestampType;
-use crate::log::group_commit::CommitWait;
-use crate::log::{AppendOrigin, PartitionLog};
+use crate::log::AppendOrigin;
+use strata_storage::partition::CommitWait;
+use strata_storage::partition::Partition;
 
 /// A batch's records may inflate to at most this many times the topic's
 /// `max.message.bytes` (at least 1 MiB): 1 GiB by default, far beyond what
@@ -63,8 +64,8 @@ pub struct PendingAppend {
     acks: i16,
     timeout: Duration,
     outcomes: Vec<AppendOutcome>,
-    /// (entry, log, end offset to wait for, leader epoch appended at).
-    waits: Vec<(usize, Arc<PartitionLog>, i64, i32)>,
+    /// (entry, partition, end offset to wait for, leader epoch appended at).
+    waits: Vec<(usize, Arc<Partition>, i64, i32)>,
 }
 
 impl PendingAppend {
@@ -80,15 +81,15 @@ impl PendingAppend {
         if acks == 0 {
             return None;
         }
-        for (i, log, end, epoch) in waits {
-            let failed = match log.wait_committed(end, epoch, timeout).await {
+        for (i, partition, end, epoch) in waits {
+            let failed = match partition.wait_committed(end, epoch, timeout).await {
                 CommitWait::Committed => {
                     // The ISR shrank below the minimum while the batch was
                     // copied: it is in the log, but not as safe as acks=all
                     // promised.
                     let (in_sync, min) = (
-                        log.in_sync_replicas() as i32,
-                        log.config().min_insync_replicas,
+                        partition.in_sync_replicas() as i32,
+                        partition.log().config().min_insync_replicas,
                     );
                     (in_sync < min).then(|| {
                         AppendFailure::new(
@@ -247,7 +248,7 @@ impl ReplicaManager {
             if !self.verifier.enabled() || self.not_leader(topic, *partition).is_some() {
                 continue;
             }
-            let Some(log) = self.logs.partition(topic, *partition) else {
+            let Some(log) = self.logs.log(topic, *partition) else {
                 continue;
             };
             match log.begin_txn_verification(pid, epoch) {
@@ -299,7 +300,7 @@ type Guarded = (usize, (String, i32), u64);
 
 /// An append that went through: its answer and, for acks=all, the log,
 /// the end offset to wait for and the leader epoch appended at.
-type Appended = (AppendOutcome, Option<(Arc<PartitionLog>, i64, i32)>);
+type Appended = (AppendOutcome, Option<(Arc<Partition>, i64, i32)>);
 
 /// The producer id and epoch of a transactional v2 batch (the request's
 /// first batch: v3+ allows one per partition), read from its header.
@@ -338,7 +339,7 @@ fn precheck(records: Option<&[u8]>) -> Option<String> {
 /// [`append_partition`] with Kafka's request-level checks first and its
 /// log start offset on error answers.
 fn checked_append(
-    log: &Arc<PartitionLog>,
+    partition: &Arc<Partition>,
     records: Option<&[u8]>,
     acks: i16,
     origin: AppendOrigin,
@@ -346,20 +347,21 @@ fn checked_append(
     if let Some(message) = precheck(records) {
         return Err(AppendFailure::new(ResponseError::InvalidRecord, message));
     }
-    append_partition(log, records, acks, origin).map_err(|mut f| {
+    append_partition(partition, records, acks, origin).map_err(|mut f| {
         if f.reports_log_start() {
-            f.log_start_offset = log.log_start_offset();
+            f.log_start_offset = partition.log().log_start_offset();
         }
         f
     })
 }
 
 fn append_partition(
-    log: &Arc<PartitionLog>,
+    partition: &Arc<Partition>,
     records: Option<&[u8]>,
     acks: i16,
     origin: AppendOrigin,
 ) -> Result<Appended, AppendFailure> {
+    let log = partition.log();
     let Some(records) = records else {
         return Err(AppendFailure::new(
             ResponseError::CorruptMessage,
@@ -432,7 +434,7 @@ fn append_partition(
     };
     let headers = [header];
     if acks == -1 {
-        let in_sync = log.in_sync_replicas();
+        let in_sync = partition.in_sync_replicas();
         if (in_sync as i32) < cfg.min_insync_replicas {
             return Err(AppendFailure::new(
                 ResponseError::NotEnoughReplicas,
@@ -443,14 +445,14 @@ fn append_partition(
             ));
         }
     }
-    match log.append_from(records, &headers, origin) {
+    match partition.append_from(records, &headers, origin) {
         Ok(info) => Ok((
             AppendOutcome::Appended {
                 base_offset: info.base_offset,
                 log_append_time: info.log_append_time,
                 log_start_offset: info.log_start_offset,
             },
-            (acks == -1).then(|| (log.clone(), info.last_offset + 1, info.leader_epoch)),
+            (acks == -1).then(|| (partition.clone(), info.last_offset + 1, info.leader_epoch)),
         )),
         Err(e) => {
             let f = errors::append(e);

@@ -17,6 +17,7 @@ use kafka_protocol::ResponseError;
 use super::ReplicaManager;
 use crate::log::PartitionLog;
 use strata_catalog::ManifestView;
+use strata_storage::partition::Partition;
 
 /// One partition to delete records of, below `offset`.
 #[derive(Debug, Clone)]
@@ -44,7 +45,7 @@ const POLL: Duration = Duration::from_millis(20);
 struct Pending {
     /// Its index in the request.
     slot: usize,
-    log: Arc<PartitionLog>,
+    partition: Arc<Partition>,
     offset: i64,
     /// The catalog's shared view (`strata_catalog::ManifestView`), when
     /// the bucket must record the new log start before the answer.
@@ -70,15 +71,15 @@ impl ReplicaManager {
         let mut pending = Vec::new();
         for (slot, p) in partitions.iter().enumerate() {
             match self.start_one(&p.topic, p.partition, p.offset) {
-                Ok((log, offset)) => {
-                    let catalog = self.awaited_catalog(&log, offset);
+                Ok((partition, offset)) => {
+                    let catalog = self.awaited_catalog(partition.log(), offset);
                     if catalog.is_some() {
                         // Its uploader records the new log start now.
-                        self.wake_uploader(&log);
+                        self.wake_uploader(partition.log());
                     }
                     pending.push(Pending {
                         slot,
-                        log,
+                        partition,
                         offset,
                         catalog,
                     });
@@ -110,7 +111,7 @@ impl ReplicaManager {
         loop {
             let mut waiting = false;
             for p in &pending {
-                let low = self.low_watermark(&p.log);
+                let low = self.low_watermark(&p.partition);
                 answers[p.slot].low_watermark = low;
                 if low < p.offset || !catalog_caught_up(p) {
                     waiting = true;
@@ -131,13 +132,13 @@ impl ReplicaManager {
     }
 
     /// Validates one partition's deletion and applies it on this leader;
-    /// returns its log and the offset deleted up to.
+    /// returns the partition and the offset deleted up to.
     fn start_one(
         &self,
         name: &str,
         partition: i32,
         requested: i64,
-    ) -> Result<(Arc<PartitionLog>, i64), ResponseError> {
+    ) -> Result<(Arc<Partition>, i64), ResponseError> {
         if crate::topic_name::is_internal(name) {
             // Kafka: "Cannot delete records of internal topic".
             return Err(ResponseError::InvalidTopicException);
@@ -145,10 +146,11 @@ impl ReplicaManager {
         if let Some(e) = self.not_leader(name, partition) {
             return Err(e);
         }
-        let log = self
+        let replica = self
             .logs
             .partition(name, partition)
             .ok_or(ResponseError::UnknownTopicOrPartition)?;
+        let log = replica.log();
         if !log.config().delete_retention_applies {
             // Kafka: records of a compact-only topic cannot be deleted.
             return Err(ResponseError::PolicyViolation);
@@ -159,7 +161,7 @@ impl ReplicaManager {
             requested
         };
         match log.delete_records_before(offset) {
-            Ok(_) => Ok((log, offset)),
+            Ok(_) => Ok((replica, offset)),
             Err(e) => {
                 let code = super::errors::delete_records(&e);
                 if code == ResponseError::KafkaStorageError {
@@ -193,9 +195,10 @@ impl ReplicaManager {
     /// Kafka's `lowWatermarkIfLeader`: the smallest log start among this
     /// leader and the followers on live brokers (a follower that has not
     /// reported one yet counts as -1).
-    fn low_watermark(&self, log: &PartitionLog) -> i64 {
+    fn low_watermark(&self, partition: &Partition) -> i64 {
+        let log = partition.log();
         let mut low = log.log_start_offset();
-        let followers = log.follower_progress();
+        let followers = partition.follower_progress();
         if followers.is_empty() {
             return low;
         }

@@ -38,6 +38,7 @@ use crate::remote::remote_log_reader::{
 };
 use crate::replication::read_replica::{self, ReplicaSelector};
 use strata_format::txn_index::AbortedTxn;
+use strata_storage::partition::Partition;
 
 /// How a fetch names a topic: by name (Fetch v0–12) or by id (v13+,
 /// KIP-516).
@@ -197,7 +198,7 @@ impl ReplicaManager {
             };
             for p in t.partitions {
                 // The leader serves; from v11 an in-sync follower too.
-                let log = topic.as_ref().and_then(|t| t.partition(p.partition));
+                let replica = topic.as_ref().and_then(|t| t.partition(p.partition));
                 // A stale or future current leader epoch (KIP-320, v9+).
                 let refused = cluster_name
                     .as_deref()
@@ -209,15 +210,15 @@ impl ReplicaManager {
                         }
                     })
                     .or_else(|| {
-                        let l = log.as_ref()?;
-                        super::check_current_epoch(l, p.current_leader_epoch).err()
+                        let l = replica.as_ref()?;
+                        super::check_current_epoch(l.log(), p.current_leader_epoch).err()
                     });
-                let log = match refused {
+                let replica = match refused {
                     Some(_) => None,
-                    None => log,
+                    None => replica,
                 };
-                let as_follower = log.as_ref().is_some_and(|l| l.following().is_some());
-                let preferred = match (&log, cluster_name.as_deref()) {
+                let as_follower = replica.as_ref().is_some_and(|l| l.following().is_some());
+                let preferred = match (&replica, cluster_name.as_deref()) {
                     (Some(l), Some(n)) if redirects && !as_follower => self.preferred_replica(
                         &snap,
                         &serving,
@@ -232,7 +233,7 @@ impl ReplicaManager {
                 targets.push(Target {
                     partition: p.partition,
                     missing: refused.unwrap_or(missing),
-                    log,
+                    log: replica.map(|r| r.log().clone()),
                     handle: topic.clone(),
                     fetch_offset: p.fetch_offset,
                     max_bytes: p.max_bytes,
@@ -280,7 +281,7 @@ impl ReplicaManager {
         serving: &BTreeSet<i32>,
         topic: &str,
         partition: i32,
-        log: &PartitionLog,
+        replica: &Partition,
         client_rack: &str,
         fetch_offset: i64,
     ) -> Option<i32> {
@@ -290,7 +291,8 @@ impl ReplicaManager {
                 .get(&id)
                 .and_then(|l| l.registration.rack.as_deref())
         };
-        let progress = log.follower_progress();
+        let log = replica.log();
+        let progress = replica.follower_progress();
         let followers = entry
             .state
             .replicas

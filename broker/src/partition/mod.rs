@@ -149,7 +149,7 @@ impl ReplicaManager {
                 && self.cluster.is_registered()
                 && snap.topic(topic).map(|t| t.record.id) == self.logs.topic(topic).map(|t| t.id)
                 && self.logs.partition(topic, partition).is_some_and(|l| {
-                    l.following() == Some(s.leader) && l.leader_epoch() == s.leader_epoch
+                    l.following() == Some(s.leader) && l.log().leader_epoch() == s.leader_epoch
                 })
         });
         (!follows).then_some(refused)

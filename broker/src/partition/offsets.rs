@@ -55,7 +55,7 @@ impl ReplicaManager {
             return Err(code);
         }
         let handle = self.logs.topic(topic);
-        let Some(log) = handle.as_ref().and_then(|t| t.partition(partition)) else {
+        let Some(log) = handle.as_ref().and_then(|t| t.log(partition)) else {
             return Err(ResponseError::UnknownTopicOrPartition);
         };
         // A stale or future current leader epoch (KIP-320, v4+).
@@ -160,7 +160,7 @@ impl ReplicaManager {
         }
         let log = self
             .logs
-            .partition(topic, partition)
+            .log(topic, partition)
             .ok_or(ResponseError::UnknownTopicOrPartition)?;
         super::check_current_epoch(&log, current_leader_epoch)?;
         Ok(log.end_offset_for_epoch(requested))

@@ -25,6 +25,7 @@ use super::fetch::{FetchParams, FetchPartitionData, FetchTopic, TopicRef};
 use super::ReplicaManager;
 use crate::cluster::view::ClusterSnapshot;
 use crate::log::{Isolation, LogError, PartitionLog};
+use strata_storage::partition::Partition;
 
 struct Target {
     partition: i32,
@@ -61,16 +62,17 @@ impl ReplicaManager {
                     Some(_) if p.current_leader_epoch < 0 => Err(ResponseError::UnknownLeaderEpoch),
                     Some(n) => self.led_for(&snap, n, p.partition, replica, p.current_leader_epoch),
                 };
-                if let Ok(l) = &log {
+                if let Ok(led) = &log {
+                    let l = led.log();
                     let in_range = p.fetch_offset >= l.local_log_start_offset()
                         && p.fetch_offset <= l.log_end_offset();
                     if in_range {
-                        l.record_follower_fetch_from(replica, p.fetch_offset, p.log_start_offset);
+                        led.record_follower_fetch_from(replica, p.fetch_offset, p.log_start_offset);
                     }
                 }
                 targets.push(Target {
                     partition: p.partition,
-                    log,
+                    log: log.map(|led| led.log().clone()),
                     fetch_offset: p.fetch_offset,
                     max_bytes: p.max_bytes,
                 });
@@ -100,7 +102,7 @@ impl ReplicaManager {
         }
     }
 
-    /// The partition's log if this broker leads it for `replica` at
+    /// The partition if this broker leads it for `replica` at
     /// `current_epoch`.
     fn led_for(
         &self,
@@ -109,7 +111,7 @@ impl ReplicaManager {
         partition: i32,
         replica: i32,
         current_epoch: i32,
-    ) -> Result<Arc<PartitionLog>, ResponseError> {
+    ) -> Result<Arc<Partition>, ResponseError> {
         if let Some(code) = self.not_leader(topic, partition) {
             return Err(code);
         }
@@ -119,12 +121,12 @@ impl ReplicaManager {
         if !assigned {
             return Err(ResponseError::NotLeaderOrFollower);
         }
-        let log = self
+        let led = self
             .logs
             .partition(topic, partition)
             .ok_or(ResponseError::UnknownTopicOrPartition)?;
-        super::check_current_epoch(&log, current_epoch)?;
-        Ok(log)
+        super::check_current_epoch(led.log(), current_epoch)?;
+        Ok(led)
     }
 }
 

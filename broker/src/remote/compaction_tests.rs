@@ -19,11 +19,13 @@ use super::local_log_view::LocalLogView;
 use crate::config::{BrokerConfig, TopicConfig};
 use crate::log::cleaner::{OffsetMap, Throttle};
 use crate::log::{PartitionLog, SharedConfig};
+use strata_storage::partition::Partition;
 
 struct Tiered {
     rt: tokio::runtime::Runtime,
     store: Arc<dyn ObjectStore>,
     broker: Arc<BrokerConfig>,
+    partition: Arc<Partition>,
     log: Arc<PartitionLog>,
     rp: Arc<RemotePartition>,
     _dir: tempfile::TempDir,
@@ -35,7 +37,12 @@ impl Tiered {
     /// references.
     fn restart_tiering(&mut self) {
         let epoch = self.rp.manifest().writer_epoch;
-        self.rp = attach(&self.rt, new_manager(&self.store), &self.broker, &self.log);
+        self.rp = attach(
+            &self.rt,
+            new_manager(&self.store),
+            &self.broker,
+            &self.partition,
+        );
         // The claim publishes after deleting the orphans.
         wait(
             || {
@@ -76,14 +83,14 @@ fn attach(
     rt: &tokio::runtime::Runtime,
     manager: Arc<RemoteLogManager>,
     broker: &Arc<BrokerConfig>,
-    log: &Arc<PartitionLog>,
+    partition: &Arc<Partition>,
 ) -> Arc<RemotePartition> {
     let view: Arc<dyn LocalLog> = Arc::new(LocalLogView {
-        log: log.clone(),
+        partition: partition.clone(),
         broker: broker.clone(),
     });
     let rp = rt.block_on(manager.add_partition("tid", view));
-    log.attach_tiered_part(Arc::new(BucketPart {
+    partition.log().attach_tiered_part(Arc::new(BucketPart {
         manager,
         remote: rp.clone(),
         runtime: rt.handle().clone(),
@@ -113,19 +120,21 @@ fn tiered_log_with(
     .collect();
     let cfg = SharedConfig::new(TopicConfig::resolve(&broker, &overrides));
     let log = PartitionLog::create(dir.path(), "t", 0, cfg, crate::clock::system()).unwrap();
+    let partition = Partition::new(log.clone());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .unwrap();
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let rp = attach(&rt, manager(&rt, &store), &broker, &log);
+    let rp = attach(&rt, manager(&rt, &store), &broker, &partition);
     // The first round claims the catalog.
     wait(|| rp.manifest().writer_epoch > 0, "the catalog claimed");
     Tiered {
         rt,
         store,
         broker,
+        partition,
         log,
         rp,
         _dir: dir,
@@ -143,7 +152,7 @@ fn wait(mut done: impl FnMut() -> bool, what: &str) {
 }
 
 /// Every key written `rounds` times, a segment per round.
-fn write_rounds(log: &PartitionLog, keys: usize, rounds: std::ops::Range<usize>) {
+fn write_rounds(log: &Partition, keys: usize, rounds: std::ops::Range<usize>) {
     for round in rounds {
         let recs: Vec<_> = (0..keys)
             .map(|k| {
@@ -157,9 +166,9 @@ fn write_rounds(log: &PartitionLog, keys: usize, rounds: std::ops::Range<usize>)
         let b = encode_records(&recs, Compression::Lz4).unwrap();
         let h = validate_all(&b).unwrap();
         log.append(&b, &h).unwrap();
-        log.roll().unwrap();
+        log.log().roll().unwrap();
     }
-    log.flush().unwrap();
+    log.log().flush().unwrap();
 }
 
 /// A pass, retried while a tiering round holds the catalog writer.
@@ -234,7 +243,7 @@ fn whole_log(t: &Tiered) -> BTreeMap<String, Vec<i64>> {
 #[test]
 fn a_pass_compacts_the_buckets_segments_and_swaps_them_in() {
     let t = tiered_log("0");
-    write_rounds(&t.log, 50, 0..4);
+    write_rounds(&t.partition, 50, 0..4);
     // Nothing is uploaded before it is cleaned.
     t.rp.wake();
     std::thread::sleep(Duration::from_millis(100));
@@ -259,7 +268,7 @@ fn a_pass_compacts_the_buckets_segments_and_swaps_them_in() {
 
     // New updates of half the keys: a pass reads the bucket's segments
     // (one GET each), rewrites those that lose records, swaps them in.
-    write_rounds(&t.log, 25, 4..6);
+    write_rounds(&t.partition, 25, 4..6);
     let stats =
         t.rp.stats
             .compaction_bytes_read
@@ -310,7 +319,7 @@ fn a_pass_compacts_the_buckets_segments_and_swaps_them_in() {
 /// 50 keys × 4 rounds, cleaned (one segment, offsets 150..199), tiered and
 /// off the disk.
 fn cleaned_in_the_bucket(t: &Tiered) {
-    write_rounds(&t.log, 50, 0..4);
+    write_rounds(&t.partition, 50, 0..4);
     clean(t);
     tier(t, 200);
     wait(
@@ -332,7 +341,7 @@ fn a_pass_cut_short_before_or_after_its_swap_loses_nothing() {
     let mut t = tiered_log("3600000");
     cleaned_in_the_bucket(&t);
     let tiered = t.rp.manifest();
-    write_rounds(&t.log, 25, 4..6);
+    write_rounds(&t.partition, 25, 4..6);
     let want: BTreeMap<String, i64> = (0..50)
         .map(|k| (format!("key-{k}"), if k < 25 { 225 + k } else { 150 + k }))
         .collect();
@@ -419,7 +428,7 @@ fn a_read_planned_before_a_swap_is_served_after_it() {
     let planned = t.rp.manifest();
     // A pass replaces the remote segment; with file.delete.delay.ms=0 its
     // old objects are gone at once.
-    write_rounds(&t.log, 25, 4..6);
+    write_rounds(&t.partition, 25, 4..6);
     assert!(clean(&t).remote_segments_replaced >= 1);
     wait(
         || t.bucket_matches_manifest(),

@@ -37,10 +37,11 @@ impl TieredStorage {
             if is_internal(&topic.name) {
                 continue;
             }
-            for log in topic.partitions() {
+            for partition in topic.partitions() {
+                let log = partition.log();
                 if self.partition(&topic, log.partition()).is_none() && !log.is_closed() {
                     let tiered: Arc<dyn LocalLog> = Arc::new(LocalLogView {
-                        log: log.clone(),
+                        partition: partition.clone(),
                         broker: self.broker.clone(),
                     });
                     let remote = self

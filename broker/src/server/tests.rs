@@ -282,11 +282,7 @@ async fn every_response_encodes_at_every_advertised_version() {
             p.offset = offset;
             p
         };
-        let hw = b
-            .logs
-            .partition("t", 0)
-            .map(|l| l.high_watermark())
-            .unwrap();
+        let hw = b.logs.log("t", 0).map(|l| l.high_watermark()).unwrap();
         // The high watermark (-1), past it, unknown.
         t.partitions = vec![part(0, -1), part(1, 5), part(7, 0)];
         req.topics = vec![t];
@@ -724,7 +720,7 @@ async fn transactional_produce_is_verified_with_the_coordinator() {
     let r = producer::init_producer_id(init(), 4, &b).await;
     assert_eq!(r.error_code, 0);
     let (pid, epoch) = (r.producer_id, r.producer_epoch);
-    let end = || b.logs.partition("t", 1).unwrap().log_end_offset();
+    let end = || b.logs.log("t", 1).unwrap().log_end_offset();
 
     // Never added to the transaction.
     let (code, _) = produce_one(
@@ -818,7 +814,7 @@ async fn transactional_produce_is_verified_with_the_coordinator() {
     };
     assert_eq!(r.error_code, 0);
     assert!(r.producer_epoch > epoch);
-    assert_eq!(b.logs.partition("t", 1).unwrap().ongoing_transactions(), 0);
+    assert_eq!(b.logs.log("t", 1).unwrap().ongoing_transactions(), 0);
     let before = end();
     let (code, _) = produce_one(
         &b,
@@ -839,5 +835,5 @@ async fn transactional_produce_is_verified_with_the_coordinator() {
     )
     .await;
     assert_eq!(code, ResponseError::InvalidProducerEpoch.code());
-    assert_eq!(b.logs.partition("t", 0).unwrap().log_end_offset(), 0);
+    assert_eq!(b.logs.log("t", 0).unwrap().log_end_offset(), 0);
 }

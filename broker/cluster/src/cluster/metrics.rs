@@ -111,21 +111,22 @@ fn families(c: &Cluster) -> Vec<Family> {
                 if e.state.isr.len() < e.state.replicas.len() {
                     under_replicated += 1;
                 }
-                let Some(log) = c.logs.partition(topic, *p) else {
+                let Some(partition) = c.logs.partition(topic, *p) else {
                     continue;
                 };
+                let log = partition.log();
                 if (e.state.isr.len() as i32) < log.config().min_insync_replicas {
                     under_min_isr += 1;
                 }
-                let (s, x) = log.isr_changes();
+                let (s, x) = partition.isr_changes();
                 shrinks.push((labels.clone(), s as f64));
                 expands.push((labels.clone(), x as f64));
-                slow.push((labels.clone(), log.slow_evictions() as f64));
-                for (replica, p99) in log.follower_ack_p99s(window) {
+                slow.push((labels.clone(), partition.slow_evictions() as f64));
+                for (replica, p99) in partition.follower_ack_p99s(window) {
                     ack_p99.push((with_replica(&labels, replica), p99.as_secs_f64()));
                 }
                 let end = log.log_end_offset();
-                for (replica, f) in log.follower_progress() {
+                for (replica, f) in partition.follower_progress() {
                     let behind = if f.end < 0 { end } else { end - f.end };
                     lag.push((with_replica(&labels, replica), behind.max(0) as f64));
                 }

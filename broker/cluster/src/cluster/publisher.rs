@@ -79,7 +79,7 @@ pub(crate) async fn publish_all(
         let epochs: Vec<i32> = logs.topic(name).map_or_else(Vec::new, |t| {
             (0..want.partitions)
                 .map(|p| {
-                    t.partition(p)
+                    t.log(p)
                         .and_then(|l| l.latest_epoch_in_log())
                         .unwrap_or(0)
                         .max(0)
@@ -170,7 +170,7 @@ pub(crate) async fn publish_all(
 
 /// Any of the topic's partitions holds a record.
 fn holds_records(t: &Topic) -> bool {
-    t.partitions().iter().any(|l| l.log_end_offset() > 0)
+    t.logs().iter().any(|l| l.log_end_offset() > 0)
 }
 
 /// Mirrors `logs` into `store` at every change until `shutdown`.

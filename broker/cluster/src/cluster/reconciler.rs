@@ -44,7 +44,7 @@ pub(crate) fn reconcile(logs: &LogManager, snap: &ClusterSnapshot, me: i32, inca
             // broker's copy (or a fresh one) became the cluster's. One with
             // records is kept aside, never deleted.
             if t.id != record.id && !t.in_cluster() && is_internal(name) {
-                let holds_records = t.partitions().iter().any(|l| l.log_end_offset() > 0);
+                let holds_records = t.logs().iter().any(|l| l.log_end_offset() > 0);
                 let gone = if holds_records {
                     logs.retire_topic(name).map(|to| {
                         tracing::error!(topic = %name, kept_in = %to.display(),

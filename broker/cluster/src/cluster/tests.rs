@@ -571,13 +571,13 @@ async fn logs_of_partitions_older_than_this_process_start_unhydrated() {
     let logs = data_dir();
     super::reconciler::reconcile(&logs, &snapshot(me), 1, me);
     let t = logs.topic("t").unwrap();
-    let hydrated: Vec<bool> = t.partitions().iter().map(|l| l.hydrated()).collect();
+    let hydrated: Vec<bool> = t.logs().iter().map(|l| l.hydrated()).collect();
     assert_eq!(hydrated, vec![false, true]);
     let logs = data_dir();
     super::reconciler::reconcile(&logs, &snapshot(uuid::Uuid::new_v4()), 1, me);
     let t = logs.topic("t").unwrap();
     assert!(
-        t.partitions().iter().all(|l| !l.hydrated()),
+        t.logs().iter().all(|l| !l.hydrated()),
         "an earlier process's registration"
     );
 }

@@ -34,6 +34,7 @@ use super::client::{BrokerClient, ClientError};
 use super::tiered_start::TieredEndSource;
 use crate::cluster::view::ClusterView;
 use strata_storage::log::{LogError, PartitionLog};
+use strata_storage::partition::Partition;
 
 /// Fetch versions this client speaks (replica id in the request body,
 /// topics by name).
@@ -72,7 +73,7 @@ enum Phase {
 
 #[derive(Debug, Clone)]
 struct Followed {
-    log: Arc<PartitionLog>,
+    partition: Arc<Partition>,
     leader_epoch: i32,
     phase: Phase,
 }
@@ -126,18 +127,18 @@ impl ReplicaFetcher {
     /// Serves exactly `wanted` ((topic, partition) → log and leader
     /// epoch). A partition new here, or at a new epoch, starts by
     /// truncating.
-    pub(crate) fn set_partitions(&self, wanted: BTreeMap<Key, (Arc<PartitionLog>, i32)>) {
+    pub(crate) fn set_partitions(&self, wanted: BTreeMap<Key, (Arc<Partition>, i32)>) {
         let mut parts = self.partitions.lock().unwrap_or_else(|e| e.into_inner());
         parts.retain(|k, _| wanted.contains_key(k));
         let mut changed = false;
-        for (k, (log, epoch)) in wanted {
+        for (k, (partition, epoch)) in wanted {
             match parts.get_mut(&k) {
-                Some(f) if f.leader_epoch == epoch && Arc::ptr_eq(&f.log, &log) => {}
+                Some(f) if f.leader_epoch == epoch && Arc::ptr_eq(&f.partition, &partition) => {}
                 _ => {
                     parts.insert(
                         k,
                         Followed {
-                            log,
+                            partition,
                             leader_epoch: epoch,
                             phase: Phase::Truncating,
                         },
@@ -302,7 +303,7 @@ impl FetcherTask {
         let mut by_topic: BTreeMap<&str, Vec<OffsetForLeaderPartition>> = BTreeMap::new();
         let mut ready = Vec::new();
         for ((topic, p), f) in &parts {
-            let Some(epoch) = f.log.latest_epoch_in_log() else {
+            let Some(epoch) = f.partition.log().latest_epoch_in_log() else {
                 // An empty log has nothing to diverge: it starts at the
                 // bucket's end if the partition is tiered, else fetches
                 // from its own end.
@@ -317,7 +318,7 @@ impl FetcherTask {
         }
         // All at once: each is a read of the bucket.
         futures_util::future::join_all(ready.iter().map(|(key, f)| async move {
-            self.start_at_tiered_end(key, f, f.log.log_end_offset() + 1)
+            self.start_at_tiered_end(key, f, f.partition.log().log_end_offset() + 1)
                 .await;
             self.set_phase(key, f.leader_epoch, Phase::Fetching);
         }))
@@ -353,12 +354,12 @@ impl FetcherTask {
                     self.set_phase(&key, f.leader_epoch, self.delay_after(e));
                     continue;
                 }
-                let log = f.log.clone();
+                let partition = f.partition.clone();
                 let (leader_epoch, leader_end) = (r.leader_epoch, r.end_offset);
                 let following = f.leader_epoch;
                 let result = tokio::task::spawn_blocking(move || {
-                    let target = divergence_point(&log, leader_epoch, leader_end);
-                    log.truncate_to(target, following).map(|()| target)
+                    let target = divergence_point(partition.log(), leader_epoch, leader_end);
+                    partition.truncate_to(target, following).map(|()| target)
                 })
                 .await;
                 match result {
@@ -398,8 +399,8 @@ impl FetcherTask {
             // The durable end: what the leader counts as this replica's
             // copy (docs/durability.md). Batches above it that are already
             // here come again and are skipped.
-            q.fetch_offset = f.log.durable_end_offset();
-            q.log_start_offset = f.log.log_start_offset();
+            q.fetch_offset = f.partition.log().durable_end_offset();
+            q.log_start_offset = f.partition.log().log_start_offset();
             q.partition_max_bytes = self.settings.max_bytes_per_partition;
             offsets.insert((topic.clone(), *p), q.fetch_offset);
             match by_topic.iter_mut().find(|(t, _)| *t == topic.as_str()) {
@@ -442,7 +443,7 @@ impl FetcherTask {
                 match ResponseError::try_from_code(r.error_code) {
                     None => fetched.push(Fetched {
                         key,
-                        log: f.log.clone(),
+                        partition: f.partition.clone(),
                         epoch: f.leader_epoch,
                         records: r.records.unwrap_or_default(),
                         high_watermark: r.high_watermark,
@@ -554,10 +555,10 @@ impl FetcherTask {
             self.set_phase(key, f.leader_epoch, Phase::Fetching);
             return Ok(());
         }
-        let log = f.log.clone();
+        let partition = f.partition.clone();
         let epoch = f.leader_epoch;
         let reset = tokio::task::spawn_blocking(move || {
-            log.truncate_fully_and_start_at(local_start, epoch)
+            partition.truncate_fully_and_start_at(local_start, epoch)
         })
         .await;
         match reset {
@@ -588,7 +589,7 @@ impl FetcherTask {
         };
         let read = tokio::time::timeout(
             self.settings.socket_timeout,
-            source.tiered_end(f.log.clone()),
+            source.tiered_end(f.partition.log().clone()),
         )
         .await
         .unwrap_or_else(|_| Err("timed out".into()));
@@ -601,11 +602,11 @@ impl FetcherTask {
                 return false;
             }
         };
-        let log = f.log.clone();
+        let partition = f.partition.clone();
         let epoch = f.leader_epoch;
         let offset = end.offset;
         let reset = tokio::task::spawn_blocking(move || {
-            log.start_at_tiered_end(
+            partition.start_at_tiered_end(
                 end.offset,
                 end.last_epoch,
                 end.producer_snapshot.as_deref(),
@@ -653,7 +654,7 @@ pub(crate) fn divergence_point(log: &PartitionLog, leader_epoch: i32, leader_end
 /// One partition's part of a fetch response, to be written.
 pub(super) struct Fetched {
     pub(super) key: Key,
-    pub(super) log: Arc<PartitionLog>,
+    pub(super) partition: Arc<Partition>,
     pub(super) epoch: i32,
     pub(super) records: bytes::Bytes,
     pub(super) high_watermark: i64,
@@ -676,8 +677,8 @@ pub(super) fn write_fetched(
             if p.records.is_empty() {
                 return Ok(0);
             }
-            let before = p.log.log_end_offset();
-            let r = p.log.append_as_follower(&p.records, p.epoch);
+            let before = p.partition.log().log_end_offset();
+            let r = p.partition.append_as_follower(&p.records, p.epoch);
             if r.as_ref().is_ok_and(|end| *end > before) {
                 REPLICATED_BYTES.fetch_add(p.records.len() as u64, Ordering::Relaxed);
             }
@@ -689,14 +690,16 @@ pub(super) fn write_fetched(
         .zip(appended)
         .map(|(p, appended)| {
             let result = (|| {
-                p.log.flush()?;
+                let log = p.partition.log();
+                log.flush()?;
                 appended?;
-                p.log.set_leader_high_watermark(p.high_watermark, p.epoch);
+                p.partition
+                    .set_leader_high_watermark(p.high_watermark, p.epoch);
                 if p.log_start_offset > 0 {
-                    p.log.follow_leader_log_start(p.log_start_offset)?;
+                    log.follow_leader_log_start(p.log_start_offset)?;
                 }
                 if nothing_returned {
-                    p.log.caught_up_with_leader(p.epoch);
+                    p.partition.caught_up_with_leader(p.epoch);
                 }
                 Ok(())
             })();

@@ -16,7 +16,7 @@ use crate::cluster::partition_writes::write_partition_state;
 use crate::cluster::records::{encode, report_key, Fencing, PartitionState, ReplicaReport};
 use crate::cluster::store::{ClusterStore, Op, StoreError};
 use crate::cluster::view::PartitionEntry;
-use strata_storage::log::PartitionLog;
+use strata_storage::partition::Partition;
 
 /// Writes `isr` for `topic`/`partition` led by `me`. Ok(Some(revision))
 /// when written, Ok(None) when the state moved on (the caller re-reads).
@@ -132,14 +132,15 @@ pub(crate) async fn report_log(
     epoch: i32,
     broker_epoch: i64,
     topic_id: uuid::Uuid,
-    log: Arc<PartitionLog>,
+    replica: Arc<Partition>,
 ) -> Result<ReplicaReport, String> {
+    let log = replica.log().clone();
     let synced = log.clone();
     tokio::task::spawn_blocking(move || synced.flush())
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| format!("fsync failed: {e}"))?;
-    let led = log.led_epoch();
+    let led = replica.led_epoch();
     let report = ReplicaReport {
         leader_epoch: epoch,
         broker_epoch,

@@ -23,9 +23,9 @@ use crate::cluster::records::PartitionState;
 use crate::cluster::store::ClusterStore;
 use crate::cluster::view::{ClusterSnapshot, ClusterView, PartitionEntry};
 use strata_common::config::BrokerConfig;
-use strata_storage::log::ack_latency::SlowFollowerRule;
-use strata_storage::log::PartitionLog;
 use strata_storage::log_manager::LogManager;
+use strata_storage::partition::ack_latency::SlowFollowerRule;
+use strata_storage::partition::Partition;
 
 /// Settings read once at start.
 #[derive(Debug, Clone, Copy)]
@@ -124,7 +124,7 @@ fn hosted<'a>(
     logs: &'a LogManager,
     me: i32,
     snap: &'a ClusterSnapshot,
-) -> impl Iterator<Item = (&'a str, i32, &'a PartitionEntry, Arc<PartitionLog>)> + 'a {
+) -> impl Iterator<Item = (&'a str, i32, &'a PartitionEntry, Arc<Partition>)> + 'a {
     snap.partitions.iter().flat_map(move |(topic, parts)| {
         let local = logs.topic(topic).filter(|t| {
             snap.topics
@@ -135,8 +135,8 @@ fn hosted<'a>(
             if !e.state.replicas.contains(&me) {
                 return None;
             }
-            let log = local.as_ref()?.partition(*p)?;
-            Some((topic.as_str(), *p, e, log))
+            let partition = local.as_ref()?.partition(*p)?;
+            Some((topic.as_str(), *p, e, partition))
         })
     })
 }
@@ -162,13 +162,13 @@ impl ReplicaManager {
         snap: &ClusterSnapshot,
     ) -> (
         Vec<(String, i32, PartitionEntry)>,
-        Vec<(String, i32, i32, Arc<PartitionLog>)>,
+        Vec<(String, i32, i32, Arc<Partition>)>,
         Vec<(String, i32, PartitionEntry, PartitionState)>,
     ) {
         let mut restarted = Vec::new();
         let mut stepping_down = Vec::new();
         let mut fenced = Vec::new();
-        let mut wanted: BTreeMap<i32, BTreeMap<(String, i32), (Arc<PartitionLog>, i32)>> =
+        let mut wanted: BTreeMap<i32, BTreeMap<(String, i32), (Arc<Partition>, i32)>> =
             BTreeMap::new();
         // This process's registration: a leadership written before it was
         // this broker's previous incarnation's.
@@ -177,10 +177,10 @@ impl ReplicaManager {
             .get(&self.me)
             .filter(|b| b.registration.incarnation == self.incarnation)
             .map(|b| b.broker_epoch);
-        for (topic, p, e, log) in hosted(&self.logs, self.me, snap) {
+        for (topic, p, e, part) in hosted(&self.logs, self.me, snap) {
             let s = &e.state;
             let mut lead_unhydrated = false;
-            if s.leader == self.me && !log.hydrated() {
+            if s.leader == self.me && !part.log().hydrated() {
                 // Named leader with a log that lost what this replica
                 // acknowledged (log/hydration.rs): another replica leads,
                 // or a quorum election runs. Each hand-over takes it out
@@ -198,15 +198,16 @@ impl ReplicaManager {
                 lead_unhydrated = true;
                 // The only in-sync replica: it leads with what it has, at
                 // a new epoch if the leadership is an earlier process's.
-                if log.awaits_assignment() && registered_at.is_some_and(|at| e.mod_revision < at) {
+                if part.awaits_assignment() && registered_at.is_some_and(|at| e.mod_revision < at) {
                     tracing::warn!(topic = %topic, partition = p,
                         "leading with a log that lost what it acknowledged: no other in-sync replica");
                     restarted.push((topic.to_string(), p, e.clone()));
                     continue;
                 }
             }
-            if s.leader == self.me && log.awaits_assignment() {
-                let holds_records = log.log_end_offset() > 0 || log.latest_epoch_in_log().is_some();
+            if s.leader == self.me && part.awaits_assignment() {
+                let holds_records =
+                    part.log().log_end_offset() > 0 || part.log().latest_epoch_in_log().is_some();
                 match registered_at {
                     // Not in the view yet: wait.
                     None => continue,
@@ -220,7 +221,7 @@ impl ReplicaManager {
             if s.leader == self.me {
                 // Emptied since the check above (a fetcher of the previous
                 // leadership): not now; the next pass hands it over.
-                if !log.become_leader_checked(
+                if !part.become_leader_checked(
                     self.me,
                     s.leader_epoch,
                     &s.isr,
@@ -230,15 +231,15 @@ impl ReplicaManager {
                     continue;
                 }
             } else {
-                log.become_follower(self.me, s.leader_epoch, s.leader);
+                part.become_follower(self.me, s.leader_epoch, s.leader);
                 if s.leader < 0 && s.fencing.is_some() && s.isr.contains(&self.me) {
-                    fenced.push((topic.to_string(), p, s.leader_epoch, log.clone()));
+                    fenced.push((topic.to_string(), p, s.leader_epoch, part.clone()));
                 }
                 if s.leader >= 0 {
                     wanted
                         .entry(s.leader)
                         .or_default()
-                        .insert((topic.to_string(), p), (log, s.leader_epoch));
+                        .insert((topic.to_string(), p), (part, s.leader_epoch));
                 }
             }
         }
@@ -268,13 +269,13 @@ impl ReplicaManager {
     /// controller counts a report only with the reporter's broker epoch).
     async fn report_fenced(
         &self,
-        fenced: Vec<(String, i32, i32, Arc<PartitionLog>)>,
+        fenced: Vec<(String, i32, i32, Arc<Partition>)>,
         snap: &ClusterSnapshot,
     ) {
         let Some(broker_epoch) = snap.brokers.get(&self.me).map(|b| b.broker_epoch) else {
             return;
         };
-        for (topic, p, epoch, log) in fenced {
+        for (topic, p, epoch, part) in fenced {
             let reported = snap
                 .reports
                 .get(&(topic.clone(), p))
@@ -294,7 +295,7 @@ impl ReplicaManager {
                 epoch,
                 broker_epoch,
                 topic_id,
-                log,
+                part,
             )
             .await
             {
@@ -348,15 +349,15 @@ impl ReplicaManager {
             .copied()
             .collect();
         let mut changes = Vec::new();
-        for (topic, p, e, log) in hosted(&self.logs, self.me, snap) {
-            if e.state.leader != self.me || !log.is_leader() {
+        for (topic, p, e, part) in hosted(&self.logs, self.me, snap) {
+            if e.state.leader != self.me || !part.is_leader() {
                 continue;
             }
             let rule = self.settings.slow_followers.map(|r| SlowFollowerRule {
-                min_isr: log.config().min_insync_replicas.max(1) as usize,
+                min_isr: part.log().config().min_insync_replicas.max(1) as usize,
                 ..r
             });
-            let review = log.isr_review(
+            let review = part.isr_review(
                 &e.state.replicas,
                 &live,
                 self.settings.max_lag,
@@ -365,9 +366,9 @@ impl ReplicaManager {
             if review.out_of_sync.is_empty() && review.caught_up.is_empty() {
                 continue;
             }
-            changes.push((topic.to_string(), p, e.clone(), log, review));
+            changes.push((topic.to_string(), p, e.clone(), part, review));
         }
-        for (topic, p, entry, log, review) in changes {
+        for (topic, p, entry, part, review) in changes {
             let isr: Vec<i32> = entry
                 .state
                 .replicas
@@ -387,17 +388,17 @@ impl ReplicaManager {
                         shrunk = ?review.out_of_sync, expanded = ?review.caught_up,
                         slow = ?review.slow, "ISR changed");
                     if !review.slow.is_empty() {
-                        log.note_slow_evictions(review.slow.len() as u64);
+                        part.note_slow_evictions(review.slow.len() as u64);
                     }
-                    log.note_isr_change(
+                    part.note_isr_change(
                         review.out_of_sync.len() as u64,
                         review.caught_up.len() as u64,
                     );
                     for id in &review.caught_up {
-                        log.isr_addition_written(*id, revision);
+                        part.isr_addition_written(*id, revision);
                     }
                     for id in &review.out_of_sync {
-                        log.isr_removal_written(*id, revision);
+                        part.isr_removal_written(*id, revision);
                     }
                 }
                 outcome => {
@@ -405,10 +406,10 @@ impl ReplicaManager {
                         tracing::warn!(topic = %topic, partition = p, error = %e, "ISR change not written");
                     }
                     for id in &review.caught_up {
-                        log.isr_addition_failed(*id);
+                        part.isr_addition_failed(*id);
                     }
                     for id in &review.out_of_sync {
-                        log.isr_removal_failed(*id);
+                        part.isr_removal_failed(*id);
                     }
                 }
             }

@@ -8,8 +8,9 @@ use strata_common::config::{BrokerConfig, TopicConfig};
 use strata_storage::log::batch::{self, testing};
 use strata_storage::log::partition_log::{PartitionLog, SharedConfig};
 use strata_storage::log::read::Isolation;
+use strata_storage::partition::Partition;
 
-fn two_logs() -> (tempfile::TempDir, Arc<PartitionLog>, Arc<PartitionLog>) {
+fn two_logs() -> (tempfile::TempDir, Arc<Partition>, Arc<Partition>) {
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerConfig::load(None, &[]).unwrap();
     let cfg = SharedConfig::new(TopicConfig::resolve(&broker, &BTreeMap::new()));
@@ -29,16 +30,17 @@ fn two_logs() -> (tempfile::TempDir, Arc<PartitionLog>, Arc<PartitionLog>) {
         strata_common::clock::system(),
     )
     .unwrap();
-    (dir, leader, follower)
+    (dir, Partition::new(leader), Partition::new(follower))
 }
 
-fn append(log: &PartitionLog, b: &[u8]) {
+fn append(log: &Partition, b: &[u8]) {
     let h = batch::validate_all(b).unwrap();
     log.append(b, &h).unwrap();
 }
 
-fn replica_read(log: &PartitionLog, from: i64) -> Vec<u8> {
-    log.read_below(from, 1 << 20, true, Isolation::LogEnd)
+fn replica_read(log: &Partition, from: i64) -> Vec<u8> {
+    log.log()
+        .read_below(from, 1 << 20, true, Isolation::LogEnd)
         .unwrap()
         .records
         .to_vec()
@@ -56,16 +58,16 @@ fn the_divergence_point_follows_kafkas_rule() {
         .append_as_follower(&replica_read(&leader, 0), 2)
         .unwrap();
     // The leader says epoch 2 ended at 7: the follower keeps 7.
-    assert_eq!(divergence_point(&follower, 2, 7), 7);
+    assert_eq!(divergence_point(follower.log(), 2, 7), 7);
     // The leader knows only epoch 1, ending at 5: the follower's epoch 2
     // records are not the leader's.
-    assert_eq!(divergence_point(&follower, 1, 5), 5);
+    assert_eq!(divergence_point(follower.log(), 1, 5), 5);
     // Never past the follower's own end.
-    assert_eq!(divergence_point(&follower, 2, 50), 10);
+    assert_eq!(divergence_point(follower.log(), 2, 50), 10);
     // Unknown: back to the high watermark.
     assert_eq!(
-        divergence_point(&follower, -1, -1),
-        follower.high_watermark()
+        divergence_point(follower.log(), -1, -1),
+        follower.log().high_watermark()
     );
 }
 
@@ -83,8 +85,8 @@ fn a_follower_without_the_leaders_epoch_goes_back_to_its_own_end_of_it() {
     follower
         .append_as_follower(&replica_read(&leader, 0), 2)
         .unwrap();
-    assert_eq!(follower.log_end_offset(), 20);
-    assert_eq!(divergence_point(&follower, 1, 30), 5);
+    assert_eq!(follower.log().log_end_offset(), 20);
+    assert_eq!(divergence_point(follower.log(), 1, 30), 5);
     // Nothing at or below the leader's epoch: back to the log start.
     let (_d2, _l2, empty_epochs) = two_logs();
     empty_epochs.become_follower(2, 3, 1);
@@ -94,7 +96,7 @@ fn a_follower_without_the_leaders_epoch_goes_back_to_its_own_end_of_it() {
     empty_epochs
         .append_as_follower(&replica_read(&other, 0), 3)
         .unwrap();
-    assert_eq!(divergence_point(&empty_epochs, 1, 30), 0);
+    assert_eq!(divergence_point(empty_epochs.log(), 1, 30), 0);
 }
 
 #[test]
@@ -110,9 +112,9 @@ fn one_response_is_written_whole_and_made_durable_before_the_next_fetch() {
         append(l, &testing::batch(10, 10, 1_000));
         f.become_follower(2, 4, 1);
     }
-    let part = |key: i32, log: &Arc<PartitionLog>, leader: &PartitionLog, epoch: i32| Fetched {
+    let part = |key: i32, log: &Arc<Partition>, leader: &Partition, epoch: i32| Fetched {
         key: ("t".to_string(), key),
-        log: log.clone(),
+        partition: log.clone(),
         epoch,
         records: bytes::Bytes::from(replica_read(leader, 0)),
         high_watermark: 6,
@@ -127,9 +129,9 @@ fn one_response_is_written_whole_and_made_durable_before_the_next_fetch() {
     );
     assert!(written.iter().all(|(_, _, r)| r.is_ok()), "{written:?}");
     for f in [&follower0, &follower1] {
-        assert_eq!(f.log_end_offset(), 10);
-        assert_eq!(f.durable_end_offset(), 10);
-        assert_eq!(f.high_watermark(), 6);
+        assert_eq!(f.log().log_end_offset(), 10);
+        assert_eq!(f.log().durable_end_offset(), 10);
+        assert_eq!(f.log().high_watermark(), 6);
     }
     append(&leader0, &testing::batch(5, 10, 1_000));
     append(&leader1, &testing::batch(5, 10, 1_000));
@@ -143,8 +145,8 @@ fn one_response_is_written_whole_and_made_durable_before_the_next_fetch() {
         "an older leadership's records are refused"
     );
     assert!(written[1].2.is_ok());
-    assert_eq!(follower0.durable_end_offset(), 10);
-    assert_eq!(follower1.durable_end_offset(), 15);
+    assert_eq!(follower0.log().durable_end_offset(), 10);
+    assert_eq!(follower1.log().durable_end_offset(), 15);
     // The leader's log start moved (DeleteRecords): the follower follows,
     // as far as its own high watermark.
     let moved = Fetched {
@@ -154,5 +156,5 @@ fn one_response_is_written_whole_and_made_durable_before_the_next_fetch() {
     };
     let written = write_fetched(vec![moved], false);
     assert!(written[0].2.is_ok());
-    assert_eq!(follower1.log_start_offset(), 4);
+    assert_eq!(follower1.log().log_start_offset(), 4);
 }

@@ -477,7 +477,7 @@ impl GroupCoordinator {
             .into_iter()
             .filter(|(_, _, _, offset)| *offset >= 0)
             .filter_map(|(group, topic, partition, committed)| {
-                let high_watermark = match self.logs.partition(&topic, partition) {
+                let high_watermark = match self.logs.log(&topic, partition) {
                     Some(log) => log.high_watermark(),
                     None => self.remote.high_watermark(&topic, partition, max_age)?,
                 };
@@ -498,7 +498,7 @@ impl GroupCoordinator {
         self.lag.record(
             self.clock.now(),
             &obs,
-            |topic, partition, offset| match self.logs.partition(topic, partition) {
+            |topic, partition, offset| match self.logs.log(topic, partition) {
                 Some(l) => l.batch_timestamp_at(offset).ok().flatten(),
                 None => self.remote.timestamp_at(topic, partition, offset),
             },

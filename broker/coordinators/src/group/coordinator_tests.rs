@@ -425,7 +425,7 @@ async fn the_log_cleaner_keeps_only_live_state() {
     }];
     c.commit("gone", -1, "", None, commit).await;
     assert_eq!(c.delete_group("gone").await, 0);
-    let log = logs.partition(super::super::OFFSETS_TOPIC, 0).unwrap();
+    let log = logs.log(super::super::OFFSETS_TOPIC, 0).unwrap();
     let (segments, size) = (log.segment_count(), log.size_bytes());
     assert!(segments > 5, "{segments} segments");
     assert!(
@@ -478,12 +478,12 @@ async fn groups_follow_the_leadership_of_their_offsets_partition() {
     };
     assert_eq!(c.commit("g", -1, "", None, commit(7)).await, vec![0]);
     let p = c.partition_of("g");
-    let log = logs.partition(crate::group::OFFSETS_TOPIC, p).unwrap();
+    let partition = logs.partition(crate::group::OFFSETS_TOPIC, p).unwrap();
     assert_eq!(c.check_coordinator("g"), Ok(()));
 
     // This broker now follows the partition: its groups leave memory and
     // every request is sent to the new coordinator.
-    log.become_follower(1, 1, 2);
+    partition.become_follower(1, 1, 2);
     c.follow_leadership_now();
     assert_eq!(c.check_coordinator("g"), Err(ResponseError::NotCoordinator));
     assert!(c.list().iter().all(|(id, _, _)| id != "g"));
@@ -494,7 +494,7 @@ async fn groups_follow_the_leadership_of_their_offsets_partition() {
 
     // Leading again at a newer epoch: the group is loaded from the log,
     // with the offset committed before.
-    log.become_leader(1, 2, &[1], 0);
+    partition.become_leader(1, 2, &[1], 0);
     c.follow_leadership_now();
     assert_eq!(c.check_coordinator("g"), Ok(()));
     assert_eq!(c.fetch("g", None)[0].offset, 7);

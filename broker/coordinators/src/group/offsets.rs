@@ -10,7 +10,7 @@ use super::coordinator::{check_member, code, GroupCoordinator};
 use super::group::{Group, GroupState};
 use super::records::{OffsetValue, RecordKey};
 use super::store::PendingWrite;
-use strata_storage::log::group_commit::CommitWait;
+use strata_storage::partition::CommitWait;
 
 /// One partition's committed offset, as OffsetFetch returns it.
 #[derive(Debug, Clone)]

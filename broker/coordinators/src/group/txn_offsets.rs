@@ -12,7 +12,7 @@ use super::coordinator::{check_member, code, GroupCoordinator};
 use super::group::Group;
 use super::offsets::OffsetCommit;
 use strata_cluster::coordinator_log::CoordinatorWriteError;
-use strata_storage::log::group_commit::CommitWait;
+use strata_storage::partition::CommitWait;
 
 /// A TxnOffsetCommit request, decoded.
 #[derive(Debug)]

@@ -23,9 +23,9 @@ use super::marker_channel::{MarkerSpec, Route, SendError};
 use super::records::TxnState;
 use crate::group::OFFSETS_TOPIC;
 use strata_storage::log::control::{Marker, MarkerType};
-use strata_storage::log::group_commit::CommitWait;
 use strata_storage::log::producer_state::SequenceError;
-use strata_storage::log::{LogError, PartitionLog};
+use strata_storage::log::LogError;
+use strata_storage::partition::{CommitWait, Partition};
 
 const RETRY_BACKOFF: Duration = Duration::from_millis(200);
 
@@ -52,7 +52,7 @@ pub(crate) enum MarkerFailure {
 
 /// A marker appended to a local log: wait for `end` at `leader_epoch`.
 pub struct MarkerWrite {
-    pub log: Arc<PartitionLog>,
+    pub partition: Arc<Partition>,
     pub end: i64,
     pub leader_epoch: i32,
 }
@@ -228,14 +228,14 @@ impl TransactionCoordinator {
         }
         for w in waits {
             let outcome = w
-                .log
+                .partition
                 .wait_committed(w.end, w.leader_epoch, self.cfg.write_timeout)
                 .await;
-            if outcome != CommitWait::Committed && !w.log.is_closed() {
+            if outcome != CommitWait::Committed && !w.partition.log().is_closed() {
                 errors.push(format!(
                     "{}-{}: marker not committed ({outcome:?})",
-                    w.log.topic(),
-                    w.log.partition()
+                    w.partition.topic(),
+                    w.partition.partition()
                 ));
             }
         }
@@ -258,7 +258,7 @@ impl TransactionCoordinator {
         epoch: i16,
         marker: Marker,
     ) -> Result<Option<MarkerWrite>, MarkerWriteError> {
-        let Some(log) = self.logs.partition(topic, partition) else {
+        let Some(replica) = self.logs.partition(topic, partition) else {
             return Ok(None);
         };
         let _admitted = if topic == OFFSETS_TOPIC {
@@ -269,13 +269,13 @@ impl TransactionCoordinator {
         } else {
             None
         };
-        let info = log.append_marker(producer_id, epoch, marker)?;
+        let info = replica.append_marker(producer_id, epoch, marker)?;
         if topic == OFFSETS_TOPIC {
             self.groups
                 .complete_txn(producer_id, marker.kind == MarkerType::Commit);
         }
         Ok(Some(MarkerWrite {
-            log,
+            partition: replica,
             end: info.last_offset + 1,
             leader_epoch: info.leader_epoch,
         }))

@@ -21,8 +21,8 @@ use strata_cluster::coordinator_log::CoordinatorLog;
 use strata_cluster::producer_ids::ProducerIdManager;
 use strata_common::clock::SharedClock;
 use strata_common::config::BrokerConfig;
-use strata_storage::log::group_commit::CommitWait;
 use strata_storage::log_manager::LogManager;
+use strata_storage::partition::CommitWait;
 
 /// Errors are Kafka's error codes.
 pub type TxnError = ResponseError;

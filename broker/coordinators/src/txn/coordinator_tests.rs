@@ -15,7 +15,7 @@ use kafka_protocol::records::{
 use super::*;
 use crate::group::OffsetCommit;
 use strata_storage::log::batch;
-use strata_storage::log::PartitionLog;
+use strata_storage::partition::Partition;
 
 fn setup(dir: &std::path::Path) -> (Arc<LogManager>, Arc<TransactionCoordinator>) {
     setup_with_clock(dir, strata_common::clock::system())
@@ -54,7 +54,7 @@ fn setup_with_clock(
 }
 
 /// Appends one transactional record of `pid`/`epoch` as a producer would.
-async fn produce_txn(log: &PartitionLog, pid: i64, epoch: i16, seq: i32) -> i64 {
+async fn produce_txn(log: &Partition, pid: i64, epoch: i16, seq: i32) -> i64 {
     let r = Record {
         transactional: true,
         control: false,
@@ -83,7 +83,8 @@ async fn produce_txn(log: &PartitionLog, pid: i64, epoch: i16, seq: i32) -> i64 
     let headers = batch::validate_all(&buf).unwrap();
     let info = log.append(&buf, &headers).unwrap();
     assert!(
-        log.wait_durable(info.last_offset + 1, Duration::from_secs(5))
+        log.log()
+            .wait_durable(info.last_offset + 1, Duration::from_secs(5))
             .await
     );
     info.base_offset
@@ -114,19 +115,23 @@ async fn commit_writes_markers_and_releases_the_lso() {
     let first = produce_txn(&log, p.producer_id, 0, 0).await;
     produce_txn(&log, p.producer_id, 0, 1).await;
     assert_eq!(
-        log.last_stable_offset(),
+        log.log().last_stable_offset(),
         first,
         "the open transaction holds the LSO"
     );
-    assert_eq!(log.high_watermark(), first + 2);
+    assert_eq!(log.log().high_watermark(), first + 2);
     t.end_txn("a", p.producer_id, 0, true).await.unwrap();
     wait_state(&t, "a", TxnState::CompleteCommit).await;
     // One marker in each partition, committed: nothing aborted.
-    assert_eq!(log.log_end_offset(), first + 3);
-    assert_eq!(logs.partition("t", 1).unwrap().log_end_offset(), 1);
-    assert!(log.wait_durable(first + 3, Duration::from_secs(5)).await);
-    assert_eq!(log.last_stable_offset(), first + 3);
-    assert!(log.aborted_transactions(0, first + 3).is_empty());
+    assert_eq!(log.log().log_end_offset(), first + 3);
+    assert_eq!(logs.partition("t", 1).unwrap().log().log_end_offset(), 1);
+    assert!(
+        log.log()
+            .wait_durable(first + 3, Duration::from_secs(5))
+            .await
+    );
+    assert_eq!(log.log().last_stable_offset(), first + 3);
+    assert!(log.log().aborted_transactions(0, first + 3).is_empty());
     // A retried EndTxn is answered as the first; the other outcome is not.
     t.end_txn("a", p.producer_id, 0, true).await.unwrap();
     assert_eq!(
@@ -168,7 +173,9 @@ async fn a_new_instance_fences_the_old_and_aborts_its_transaction() {
     );
     // The abort marker carries the bumped epoch: the zombie's writes to
     // the partition are refused, and its records are an aborted transaction.
-    let aborted = log.aborted_transactions(0, log.log_end_offset());
+    let aborted = log
+        .log()
+        .aborted_transactions(0, log.log().log_end_offset());
     assert_eq!(aborted.len(), 1);
     assert_eq!(
         (aborted[0].producer_id, aborted[0].first_offset),
@@ -207,7 +214,7 @@ async fn prepare_commit_found_on_reopen_is_completed() {
     let log = logs.partition("t", 1).unwrap();
     assert_eq!(t.describe("c").unwrap().state, TxnState::PrepareCommit);
     assert_eq!(
-        log.last_stable_offset(),
+        log.log().last_stable_offset(),
         first,
         "still open after the restart"
     );
@@ -215,10 +222,14 @@ async fn prepare_commit_found_on_reopen_is_completed() {
     logs.start_background(|_| {});
     t.start_background();
     wait_state(&t, "c", TxnState::CompleteCommit).await;
-    assert!(log.wait_durable(first + 2, Duration::from_secs(5)).await);
-    assert_eq!(log.last_stable_offset(), first + 2);
-    assert!(log.aborted_transactions(0, first + 2).is_empty());
-    let producers = log.active_producers();
+    assert!(
+        log.log()
+            .wait_durable(first + 2, Duration::from_secs(5))
+            .await
+    );
+    assert_eq!(log.log().last_stable_offset(), first + 2);
+    assert!(log.log().aborted_transactions(0, first + 2).is_empty());
+    let producers = log.log().active_producers();
     assert_eq!(producers[0].producer_id, pid);
     assert_eq!(
         producers[0].current_txn_start_offset, -1,
@@ -253,7 +264,12 @@ async fn a_timed_out_transaction_is_aborted_with_a_bumped_epoch() {
             .load(std::sync::atomic::Ordering::Relaxed),
         1
     );
-    assert_eq!(log.aborted_transactions(0, log.log_end_offset()).len(), 1);
+    assert_eq!(
+        log.log()
+            .aborted_transactions(0, log.log().log_end_offset())
+            .len(),
+        1
+    );
     assert_eq!(
         t.end_txn("slow", p.producer_id, 0, true).await,
         Err(ResponseError::ProducerFenced)

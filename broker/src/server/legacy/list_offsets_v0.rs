@@ -33,7 +33,7 @@ pub fn handle(body: &[u8], b: &Broker) -> Result<Writer, LegacyDecodeError> {
     let mut w = Writer::default();
     w.topics(&topics, |w, name, p| {
         w.i32(p.index);
-        match b.logs.partition(name, p.index) {
+        match b.logs.log(name, p.index) {
             None => {
                 w.i16(ResponseError::UnknownTopicOrPartition.code())
                     .array_len(0);

@@ -62,7 +62,7 @@ pub async fn handle(
         for (index, records) in partitions {
             let limit = b
                 .logs
-                .partition(name, *index)
+                .log(name, *index)
                 .map(|log| {
                     (log.config().max_message_bytes.max(1 << 20) as u64)
                         * CONVERSION_INFLATION_BOUND

@@ -15,6 +15,30 @@ impl PartitionLog {
         self.leader_epoch.load(Ordering::Acquire)
     }
 
+    /// The partition leads from `epoch` on: as Kafka's leader does on
+    /// taking over, the epoch starts at the current log end in the cache
+    /// (if newer than the cache's last).
+    pub(crate) fn begin_leader_epoch(&self, epoch: i32) {
+        let inner = self.lock();
+        let leo = inner.log_end_offset();
+        self.leader_epoch.fetch_max(epoch, Ordering::AcqRel);
+        let mut cache = self.epochs.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.latest_epoch().is_none_or(|e| e < epoch) {
+            if let Err(e) = cache.assign(epoch, leo) {
+                tracing::warn!(topic = %self.topic(), partition = self.partition(), error = %e,
+                    "cannot write the leader epoch checkpoint");
+            }
+        }
+        drop(cache);
+        drop(inner);
+    }
+
+    /// The partition follows the leadership at `epoch`: the log's epoch
+    /// rises with it, the cache is left to the leader's batches.
+    pub(crate) fn note_followed_epoch(&self, epoch: i32) {
+        self.leader_epoch.fetch_max(epoch, Ordering::AcqRel);
+    }
+
     /// Stamps `bytes` (one batch about to be written at `base_offset`)
     /// with the leader epoch `epoch` and records a new epoch's start.
     /// Called with the log's lock held.

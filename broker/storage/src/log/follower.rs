@@ -19,17 +19,16 @@ use super::segment::LogSegment;
 use super::txn_index::AbortedTxn;
 
 impl PartitionLog {
-    /// Appends `records` (whole batches from the leader of `epoch`, the
-    /// last possibly cut short by the fetch's size limit) as they are.
-    /// Batches this log already holds are skipped; a batch may start past
-    /// the log end (the leader's compaction leaves offset gaps) but never
-    /// inside it. Refused once the log no longer follows that leadership.
-    /// Returns the new log end. The caller makes it durable
-    /// ([`Self::flush`]).
-    pub fn append_as_follower(&self, records: &[u8], epoch: i32) -> Result<i64, LogError> {
+    /// Appends `records` (whole batches from the leader, the last possibly
+    /// cut short by the fetch's size limit) as they are. Batches this log
+    /// already holds are skipped; a batch may start past the log end (the
+    /// leader's compaction leaves offset gaps) but never inside it. The
+    /// partition above checked that it still follows the leadership the
+    /// batches came from. Returns the new log end. The caller makes it
+    /// durable ([`Self::flush`]).
+    pub(crate) fn append_as_follower(&self, records: &[u8]) -> Result<i64, LogError> {
         let now = self.clock.now_ms();
         let mut inner = self.lock_open()?;
-        self.check_follower_epoch(&inner, epoch)?;
         let mut scanner = BatchScanner::new(records, true);
         let mut appended = false;
         let mut result = Ok(());
@@ -111,24 +110,23 @@ impl PartitionLog {
         }
     }
 
-    /// Removes every record at or above `offset` (a divergent tail found
-    /// while following the leadership at `epoch`): later segments go, the
+    /// Removes every record at or above `offset` (a divergent tail the
+    /// replica fetcher found): later segments go, the
     /// one holding `offset` is cut there (at the start of the batch
     /// holding it) and its indexes rebuilt, producer state is rebuilt from
     /// the newest snapshot below, the epoch cache, the cleaner's
     /// checkpoint and the high watermark follow. Below the log start, the
     /// log is emptied to start at `offset`.
-    pub fn truncate_to(&self, offset: i64, epoch: i32) -> Result<(), LogError> {
+    pub(crate) fn truncate_to(&self, offset: i64) -> Result<(), LogError> {
         let cfg = self.config();
         let mut inner = self.lock_open()?;
-        self.check_follower_epoch(&inner, epoch)?;
         if offset >= inner.log_end_offset() {
             return Ok(());
         }
         let keep = inner.segments.range(..=offset).next_back().map(|(b, _)| *b);
         let Some(keep) = keep.filter(|_| offset > inner.log_start_offset) else {
             drop(inner);
-            return self.truncate_fully_and_start_at(offset, epoch);
+            return self.truncate_fully_and_start_at(offset);
         };
         let doomed: Vec<i64> = inner.segments.range(keep + 1..).map(|(b, _)| *b).collect();
         for base in doomed {
@@ -172,10 +170,9 @@ impl PartitionLog {
     }
 
     /// Empties the log so that it starts (and ends) at `offset`: every
-    /// segment, snapshot and epoch entry goes (following the leadership at
-    /// `epoch`).
-    pub fn truncate_fully_and_start_at(&self, offset: i64, epoch: i32) -> Result<(), LogError> {
-        self.restart_at(offset, epoch, None)
+    /// segment, snapshot and epoch entry goes.
+    pub(crate) fn truncate_fully_and_start_at(&self, offset: i64) -> Result<(), LogError> {
+        self.restart_at(offset, None)
     }
 
     /// Empties the log so that it starts at the bucket's end `offset`
@@ -184,34 +181,27 @@ impl PartitionLog {
     /// transactions kept: their coordinator is alive and its markers will
     /// come through replication), and the epoch cache starts with
     /// `last_epoch`, the epoch of the last tiered batch.
-    pub fn start_at_tiered_end(
+    pub(crate) fn start_at_tiered_end(
         &self,
         offset: i64,
         last_epoch: i32,
         producer_snapshot: Option<&[u8]>,
-        epoch: i32,
     ) -> Result<(), LogError> {
         let producers = producer_snapshot.and_then(ProducerStateManager::decode);
         if producer_snapshot.is_some() && producers.is_none() {
             tracing::warn!(topic = %self.topic(), partition = self.partition(),
                 "the bucket's producer state snapshot is unreadable; idempotent producers start over");
         }
-        self.restart_at(
-            offset,
-            epoch,
-            Some((last_epoch, producers.unwrap_or_default())),
-        )
+        self.restart_at(offset, Some((last_epoch, producers.unwrap_or_default())))
     }
 
     fn restart_at(
         &self,
         offset: i64,
-        epoch: i32,
         from_bucket: Option<(i32, ProducerStateManager)>,
     ) -> Result<(), LogError> {
         let cfg = self.config();
         let mut inner = self.lock_open()?;
-        self.check_follower_epoch(&inner, epoch)?;
         // Emptied: counted in a quorum election again once caught up.
         self.mark_unhydrated()?;
         let all: Vec<i64> = inner.segments.keys().copied().collect();
@@ -302,7 +292,3 @@ fn apply_marker(
     }
     Ok(())
 }
-
-#[cfg(test)]
-#[path = "follower_tests.rs"]
-mod tests;

@@ -1,7 +1,7 @@
 //! Group commit of a [`PartitionLog`]: flush rounds fsync whatever was
 //! appended since the last one and then advance the durable end, and with
-//! it the high watermark (`replica_state.rs`), which
-//! acks=all producers wait for and below which readers read. Each round's
+//! it the high watermark (`ends.rs`), which acks=all producers wait for
+//! (`crate::partition::commit_wait`) and below which readers read. Each round's
 //! commit latency (from the oldest append it covers) is recorded for the
 //! hot path's metrics and the adaptive history rate.
 //!
@@ -22,14 +22,6 @@ pub trait CommitLatencySink: Send + Sync + std::fmt::Debug {
     fn record(&self, latency: Duration);
 }
 
-/// How an acks=all wait ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CommitWait {
-    Committed,
-    TimedOut,
-    NotLeader,
-}
-
 impl PartitionLog {
     /// Waits until the high watermark reaches `offset` (exclusive end) or
     /// the timeout passes. Returns whether it did.
@@ -40,48 +32,6 @@ impl PartitionLog {
         })
         .await;
         matches!(reached, Ok(true))
-    }
-
-    /// [`Self::wait_durable`] for an acks=all produce appended at leader
-    /// epoch `epoch`: gives up as soon as this broker no longer leads at
-    /// that epoch (the batch may have been truncated since; the client
-    /// retries at the new leader, idempotence makes that safe).
-    pub async fn wait_committed(
-        &self,
-        end_offset: i64,
-        epoch: i32,
-        timeout: Duration,
-    ) -> CommitWait {
-        let mut rx = self.high_watermark.subscribe();
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            // The high watermark first, then the epoch: still leading at
-            // the append's epoch afterwards means nothing was truncated in
-            // between (a leadership lost and won again has a new epoch).
-            let reached = *rx.borrow_and_update() >= end_offset;
-            if !self.leads_at(epoch) {
-                return CommitWait::NotLeader;
-            }
-            if reached {
-                return CommitWait::Committed;
-            }
-            let tick = tokio::time::Instant::now() + Duration::from_millis(100);
-            tokio::select! {
-                r = rx.changed() => if r.is_err() { return CommitWait::TimedOut },
-                _ = tokio::time::sleep_until(tick.min(deadline)) => {
-                    if tokio::time::Instant::now() >= deadline {
-                        let reached = *rx.borrow() >= end_offset;
-                        return if !self.leads_at(epoch) {
-                            CommitWait::NotLeader
-                        } else if reached {
-                            CommitWait::Committed
-                        } else {
-                            CommitWait::TimedOut
-                        };
-                    }
-                }
-            }
-        }
     }
 
     /// One flush round: fsyncs everything appended so far and advances the
@@ -104,7 +54,7 @@ impl PartitionLog {
         };
         file.sync_data()?;
         // The high watermark follows from the durable end and, when
-        // replicated, the in-sync followers' (`replica_state.rs`). A
+        // replicated, the bound the partition sets (`ends.rs`). A
         // truncation since the snapshot makes this round's end stale.
         let inner = self.lock();
         if inner.truncations == truncations {

@@ -19,22 +19,21 @@
 use std::fs;
 
 use super::partition_log::{fsync_dir, LogError, PartitionLog, UNHYDRATED_MARKER};
-use super::replica_state::Role;
 
 impl PartitionLog {
     /// The log holds what this replica acknowledged before (see the module
     /// doc).
     pub fn hydrated(&self) -> bool {
-        self.replicas().hydrated
+        self.ends().hydrated
     }
 
     /// The log is about to hold less than this replica acknowledged: the
     /// marker is on disk (its directory fsynced) before this returns. The
-    /// file is written under the replication state's lock, as it is
-    /// removed, so a removal in flight cannot take a newer marker with it
-    /// (both are rare: once per emptied log).
+    /// file is written under the ends' lock, as it is removed, so a
+    /// removal in flight cannot take a newer marker with it (both are
+    /// rare: once per emptied log).
     pub(super) fn mark_unhydrated(&self) -> Result<(), LogError> {
-        let mut st = self.replicas();
+        let mut st = self.ends();
         st.hydrated = false;
         st.unhydrated_marker = true;
         fs::write(self.dir().join(UNHYDRATED_MARKER), b"")?;
@@ -45,23 +44,20 @@ impl PartitionLog {
     /// Opened from disk: hydrated unless the marker says otherwise.
     pub(super) fn load_hydration(&self) {
         let marker = self.dir().join(UNHYDRATED_MARKER).exists();
-        let mut st = self.replicas();
+        let mut st = self.ends();
         st.hydrated = !marker;
         st.unhydrated_marker = marker;
     }
 
-    /// A follower of `epoch` whose fetch found nothing past its own log
-    /// end, everything of it fsynced: it holds the leader's whole log,
-    /// and a leader holds every acknowledged record (the quorum rule
-    /// elected it so). This covers a partition nobody writes to, where
-    /// the batch-of-the-epoch rule of `set_leader_high_watermark` never
-    /// fires.
-    pub fn caught_up_with_leader(&self, epoch: i32) {
+    /// The whole log is fsynced and a leader's: the partition above saw
+    /// that it caught up with its leader (`Partition::caught_up_with_leader`).
+    /// From here on it holds what it acknowledged. Nothing if it already
+    /// did, or if its end is not durable yet.
+    pub(crate) fn mark_hydrated_if_durable(&self) {
         let end = self.log_end_offset();
         {
-            let mut st = self.replicas();
-            let following = matches!(st.role, Role::Follower { epoch: e, .. } if e == epoch);
-            if !following || st.hydrated || st.durable_end < end {
+            let mut st = self.ends();
+            if st.hydrated || st.durable_end < end {
                 return;
             }
             st.hydrated = true;
@@ -69,10 +65,18 @@ impl PartitionLog {
         self.settle_hydration_marker();
     }
 
+    /// The log holds what this replica acknowledged: it led, or caught up
+    /// with a leader holding a batch of the leader's epoch
+    /// (`Partition::set_leader_high_watermark`).
+    pub(crate) fn mark_hydrated(&self) {
+        self.ends().hydrated = true;
+        self.settle_hydration_marker();
+    }
+
     /// Removes the marker once the log is hydrated (once; under the
-    /// replication state's lock, see [`Self::mark_unhydrated`]).
+    /// ends' lock, see [`Self::mark_unhydrated`]).
     pub(super) fn settle_hydration_marker(&self) {
-        let mut st = self.replicas();
+        let mut st = self.ends();
         if !(st.hydrated && st.unhydrated_marker) {
             return;
         }

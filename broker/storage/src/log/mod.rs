@@ -2,7 +2,6 @@
 //! checkpoints, owned per partition by [`PartitionLog`].
 
 pub(crate) mod aborted_ranges;
-pub mod ack_latency;
 pub mod batch;
 pub mod checkpoint;
 pub mod cleaner;
@@ -11,6 +10,7 @@ pub(crate) mod cleaner_remote;
 pub(crate) mod cleaner_stats;
 pub(crate) mod cleaner_threads;
 pub mod control;
+pub mod ends;
 pub mod epochs;
 pub(crate) mod file_pool;
 pub mod follower;
@@ -23,8 +23,6 @@ pub mod partition_log;
 pub mod producer_state;
 pub mod read;
 pub mod records_deleted;
-pub mod replica_state;
-pub mod replicas;
 pub mod retention;
 pub mod sealed;
 pub mod segment;

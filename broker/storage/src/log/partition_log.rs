@@ -1,8 +1,11 @@
-//! `PartitionLog`: the ordered segments of one topic partition, with offset
-//! assignment, idempotent-producer checks, group-committed fsync and reads
-//! up to the high watermark. Timestamp lookups are in `timestamps.rs`,
-//! retention and segment rolling in `retention.rs`, the flush rounds in
-//! `group_commit.rs`.
+//! `PartitionLog`: the ordered segments of one topic partition (Kafka's
+//! `UnifiedLog`, local part), with offset assignment, idempotent-producer
+//! checks, group-committed fsync and reads up to the high watermark.
+//! Timestamp lookups are in `timestamps.rs`, retention and segment rolling
+//! in `retention.rs`, the flush rounds in `group_commit.rs`, the ends and
+//! the high watermark in `ends.rs`. Which broker leads, the ISR and the
+//! epoch to stamp are the partition's above it (`crate::partition`), which
+//! every write goes through.
 //!
 //! Durability policy (docs/durability.md): the high watermark is the durable
 //! prefix of the log. A flusher task fsyncs appended data in rounds, so
@@ -169,6 +172,34 @@ impl LogInner {
     }
 }
 
+/// No bound from above: the partition leads alone.
+pub(crate) const UNBOUNDED: i64 = i64::MAX;
+
+/// The log's ends and the high watermark's bound (`ends.rs`), and its
+/// hydration (`hydration.rs`).
+#[derive(Debug)]
+pub(crate) struct Ends {
+    /// The end of the log's fsynced prefix.
+    pub(super) durable_end: i64,
+    /// How far the partition above lets the high watermark go.
+    pub(super) bound: i64,
+    /// The log holds what this replica acknowledged before (`hydration.rs`).
+    pub(super) hydrated: bool,
+    /// The unhydrated marker is on disk (`hydration.rs`).
+    pub(super) unhydrated_marker: bool,
+}
+
+impl Ends {
+    pub(super) fn new(durable_end: i64) -> Self {
+        Ends {
+            durable_end,
+            bound: UNBOUNDED,
+            hydrated: false,
+            unhydrated_marker: false,
+        }
+    }
+}
+
 /// Present in a partition's directory while its log is not hydrated
 /// (`hydration.rs`).
 pub(crate) const UNHYDRATED_MARKER: &str = "replica.unhydrated";
@@ -196,18 +227,20 @@ pub struct PartitionLog {
     pub(super) tiered_part: std::sync::RwLock<Option<Arc<dyn super::tiered_part::TieredPart>>>,
     /// What the cleaner did to this log.
     pub cleaner_stats: super::cleaner_stats::CleanerStats,
-    /// The leader epoch appends are stamped with (`epochs.rs`).
+    /// The highest leader epoch this log was given (`epochs.rs`): what a
+    /// single broker, which has no epochs of the store's, stamps.
     pub(super) leader_epoch: std::sync::atomic::AtomicI32,
     /// Where each leader epoch began (`leader-epoch-checkpoint`).
     pub(super) epochs: Mutex<super::leader_epoch::LeaderEpochCache>,
-    /// Leader or follower, the ISR and the followers' progress
-    /// (`replica_state.rs`).
-    pub(super) replica_state: Mutex<super::replica_state::ReplicaState>,
+    /// The durable end, the bound the partition above puts on the high
+    /// watermark, and whether the log holds what it acknowledged
+    /// (`ends.rs`, `hydration.rs`).
+    pub(super) ends: Mutex<Ends>,
     /// The log end offset after every append (replica fetches wait on it).
     pub(super) log_end: watch::Sender<i64>,
-    /// Where the log reads time: LogAppendTime and marker timestamps, the
-    /// ISR's lag and follower progress. Latency timers (how long an append
-    /// waited for its flush) read the machine's monotonic clock.
+    /// Where the log reads time: LogAppendTime and marker timestamps and
+    /// `segment.ms`. Latency timers (how long an append waited for its
+    /// flush) read the machine's monotonic clock.
     pub(super) clock: SharedClock,
 }
 
@@ -502,7 +535,7 @@ impl PartitionLog {
             cleaner_stats: Default::default(),
             leader_epoch: leader_epoch.into(),
             epochs: Mutex::new(epochs),
-            replica_state: Mutex::new(super::replica_state::ReplicaState::new(high_watermark)),
+            ends: Mutex::new(Ends::new(high_watermark)),
             log_end,
             clock,
         })
@@ -624,22 +657,19 @@ impl PartitionLog {
         ))
     }
 
-    /// Appends validated batches, assigning offsets. `records` must be the
-    /// concatenation of the batches described by `headers`; a header's max
-    /// timestamp is what is stored (the validator's, when it differs from
-    /// the batch's own).
-    pub fn append(&self, records: &[u8], headers: &[BatchHeader]) -> Result<AppendInfo, LogError> {
-        self.append_from(records, headers, AppendOrigin::Client)
-    }
-
-    /// [`Self::append`] for `origin`: a coordinator's own batches (offset
+    /// Appends validated batches at `leader_epoch` (the partition above
+    /// checked that this broker leads at it), assigning offsets. `records`
+    /// must be the concatenation of the batches described by `headers`; a
+    /// header's max timestamp is what is stored (the validator's, when it
+    /// differs from the batch's own). A coordinator's own batches (offset
     /// commits of a transaction) carry a producer id but no sequence, and
     /// skip the idempotence checks, as in Kafka.
-    pub fn append_from(
+    pub(crate) fn append_as_leader(
         &self,
         records: &[u8],
         headers: &[BatchHeader],
         origin: AppendOrigin,
+        leader_epoch: i32,
     ) -> Result<AppendInfo, LogError> {
         let cfg = self.config.get();
         for h in headers {
@@ -653,7 +683,6 @@ impl PartitionLog {
         let now = self.clock.now_ms();
         let append_time = cfg.message_timestamp_type == TimestampType::LogAppendTime;
         let mut inner = self.lock_open()?;
-        let leader_epoch = self.append_epoch(&inner)?;
         let mut next = inner.log_end_offset();
         let mut first: Option<(i64, bool)> = None;
         let mut last_written = next - 1;
@@ -734,7 +763,6 @@ impl PartitionLog {
         drop(inner);
         if !duplicate {
             self.log_end.send_replace(next);
-            self.note_leader_append(next);
             self.flush_requested.notify_one();
         }
         Ok(AppendInfo {

@@ -32,3 +32,34 @@ pub(crate) fn open(
     )
     .unwrap()
 }
+
+/// A single broker's appends, for tests of the log alone: at the log's own
+/// epoch, with no partition above to check leadership (tests of roles and
+/// the ISR build a `crate::partition::Partition`).
+impl PartitionLog {
+    pub(crate) fn append(
+        &self,
+        records: &[u8],
+        headers: &[super::batch::BatchHeader],
+    ) -> Result<super::AppendInfo, super::LogError> {
+        self.append_from(records, headers, super::AppendOrigin::Client)
+    }
+
+    pub(crate) fn append_from(
+        &self,
+        records: &[u8],
+        headers: &[super::batch::BatchHeader],
+        origin: super::AppendOrigin,
+    ) -> Result<super::AppendInfo, super::LogError> {
+        self.append_as_leader(records, headers, origin, self.leader_epoch())
+    }
+
+    pub(crate) fn append_marker(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        marker: super::control::Marker,
+    ) -> Result<super::AppendInfo, super::LogError> {
+        self.append_marker_as_leader(producer_id, producer_epoch, marker, self.leader_epoch())
+    }
+}

@@ -12,20 +12,21 @@ use super::partition_log::{AppendInfo, LogError, PartitionLog};
 use super::txn_index::AbortedTxn;
 
 impl PartitionLog {
-    /// Appends a transaction marker for `producer_id` at `producer_epoch`.
-    /// A marker from an epoch older than the producer's is refused
-    /// (the coordinator that sent it was fenced).
-    pub fn append_marker(
+    /// Appends a transaction marker for `producer_id` at `producer_epoch`,
+    /// stamped `leader_epoch` (the partition above checked that this
+    /// broker leads at it). A marker from an epoch older than the
+    /// producer's is refused (the coordinator that sent it was fenced).
+    pub(crate) fn append_marker_as_leader(
         &self,
         producer_id: i64,
         producer_epoch: i16,
         marker: Marker,
+        leader_epoch: i32,
     ) -> Result<AppendInfo, LogError> {
         let cfg = self.config();
         let now = self.clock.now_ms();
         let mut bytes = encode_marker(producer_id, producer_epoch, marker, now);
         let mut inner = self.lock_open()?;
-        let leader_epoch = self.append_epoch(&inner)?;
         inner
             .producers
             .check_marker(producer_id, producer_epoch)
@@ -70,7 +71,6 @@ impl PartitionLog {
         let log_start_offset = self.global_start(inner.log_start_offset);
         drop(inner);
         self.log_end.send_replace(offset + 1);
-        self.note_leader_append(offset + 1);
         self.flush_requested.notify_one();
         Ok(AppendInfo {
             base_offset: offset,

@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use super::{LogManager, Topic, TopicError};
 use crate::log::{PartitionLog, SharedConfig};
+use crate::partition::Partition;
 use strata_common::config::{self, TopicConfig};
 use strata_common::topic_name::validate_topic_name;
 
@@ -55,8 +56,9 @@ impl LogManager {
                 )?
             };
             // Replicated: neither leads nor serves until the store says.
-            log.await_assignment();
-            logs.push(log);
+            let partition = Partition::new(log);
+            partition.await_assignment();
+            logs.push(partition);
         }
         let topic = Topic::new(name, id, shared, configs, logs, count, true);
         let topic = self.register(topic)?;
@@ -116,8 +118,9 @@ impl LogManager {
                     self.clock.clone(),
                 )?
             };
-            log.await_assignment();
-            created.push(log);
+            let partition = Partition::new(log);
+            partition.await_assignment();
+            created.push(partition);
         }
         {
             let mut logs = topic.partitions.write().unwrap_or_else(|e| e.into_inner());
@@ -126,8 +129,8 @@ impl LogManager {
         }
         topic.count.fetch_max(count, Ordering::AcqRel);
         self.persist_topic(&topic)?;
-        for log in created {
-            self.spawn_flusher(log);
+        for partition in created {
+            self.spawn_flusher(partition.log().clone());
         }
         self.changed();
         Ok(())
@@ -142,7 +145,7 @@ impl LogManager {
         let topic = self
             .topic(name)
             .ok_or_else(|| TopicError::UnknownTopic(name.to_string()))?;
-        let gone: Vec<Arc<PartitionLog>> = {
+        let gone: Vec<Arc<Partition>> = {
             let mut logs = topic.partitions.write().unwrap_or_else(|e| e.into_inner());
             let (gone, kept) = logs
                 .drain(..)
@@ -155,7 +158,8 @@ impl LogManager {
         }
         self.persist_topic(&topic)?;
         self.changed();
-        for log in gone {
+        for partition in gone {
+            let log = partition.log();
             log.delete()?;
             tracing::info!(
                 topic = name,

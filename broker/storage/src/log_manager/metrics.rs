@@ -160,7 +160,7 @@ impl MetricSource for LogManager {
             .map(|(d, _)| Family::of(d))
             .collect();
         for t in self.topics() {
-            for log in t.partitions() {
+            for log in t.logs() {
                 let l = partition_labels(&t.name, log.partition());
                 for (f, (_, value)) in families.iter_mut().zip(LOG_FAMILIES) {
                     f.samples.push((l.clone(), value(&log)));

@@ -23,6 +23,7 @@ use crate::log::group_commit::CommitLatencySink;
 use crate::log::partition_log::partition_dir_name;
 use crate::log::{LogError, PartitionLog, SharedConfig};
 use crate::meta_properties;
+use crate::partition::Partition;
 use strata_common::clock::SharedClock;
 use strata_common::config::{self, BrokerConfig, TopicConfig};
 use strata_common::durable_file::{fsync_dir, write_atomically};
@@ -213,7 +214,7 @@ impl LogManager {
                     )
                     .map_err(partition_err)?
                 };
-                partitions.push(log);
+                partitions.push(Partition::new(log));
             }
             topics.insert(
                 record.name.clone(),
@@ -318,8 +319,8 @@ impl LogManager {
     /// role (a coordinator too loads only what the store says it leads).
     pub fn await_assignments(&self) {
         for t in self.topics() {
-            for log in t.partitions() {
-                log.await_assignment();
+            for partition in t.partitions() {
+                partition.await_assignment();
             }
         }
     }
@@ -327,10 +328,11 @@ impl LogManager {
     /// The tiering manager handles the partition's retention: tiered,
     /// and led here (a follower keeps its copy under the topic's total
     /// retention until tiering follows leader epochs, docs/cluster.md).
-    fn tiered(&self, log: &PartitionLog) -> bool {
+    fn tiered(&self, partition: &Partition) -> bool {
+        let log = partition.log();
         self.tiering.load(std::sync::atomic::Ordering::Acquire)
             && strata_common::config::tiering_enabled(&self.broker, log.topic(), &log.config())
-            && log.is_leader()
+            && partition.is_leader()
     }
 
     pub fn broker_config(&self) -> &Arc<BrokerConfig> {
@@ -393,8 +395,16 @@ impl LogManager {
         v
     }
 
-    pub fn partition(&self, topic: &str, partition: i32) -> Option<Arc<PartitionLog>> {
+    /// Partition `partition` of `topic`, if this broker hosts it: its
+    /// role, ISR and writes.
+    pub fn partition(&self, topic: &str, partition: i32) -> Option<Arc<Partition>> {
         self.topic(topic)?.partition(partition)
+    }
+
+    /// The local log of `topic`'s `partition`, if this broker hosts it:
+    /// reads, offsets and what acts on the log from outside.
+    pub fn log(&self, topic: &str, partition: i32) -> Option<Arc<PartitionLog>> {
+        self.topic(topic)?.log(partition)
     }
 
     /// Creates a topic. `partitions`/`replication_factor` of -1 mean the
@@ -451,17 +461,17 @@ impl LogManager {
         if validate_only {
             return Ok(Arc::new(topic));
         }
-        let mut logs = Vec::with_capacity(partitions as usize);
+        let mut created = Vec::with_capacity(partitions as usize);
         for p in 0..partitions {
-            logs.push(PartitionLog::create(
+            created.push(Partition::new(PartitionLog::create(
                 &self.data_dir,
                 name,
                 p,
                 shared.clone(),
                 self.clock.clone(),
-            )?);
+            )?));
         }
-        *topic.partitions.write().unwrap_or_else(|e| e.into_inner()) = logs.clone();
+        *topic.partitions.write().unwrap_or_else(|e| e.into_inner()) = created;
         let topic = self.register(topic)?;
         tracing::info!(topic = name, partitions, "created topic");
         Ok(topic)
@@ -476,7 +486,7 @@ impl LogManager {
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .insert(topic.name.clone(), topic.clone());
-        for log in topic.partitions() {
+        for log in topic.logs() {
             self.spawn_flusher(log);
         }
         self.changed();
@@ -534,7 +544,7 @@ impl LogManager {
         fs::remove_file(self.topic_file(name))?;
         fsync_dir(&self.data_dir.join(TOPICS_DIR))?;
         self.changed();
-        for log in topic.partitions() {
+        for log in topic.logs() {
             log.delete()?;
         }
         tracing::info!(topic = name, "deleted topic");
@@ -557,7 +567,7 @@ impl LogManager {
         fs::create_dir_all(&to)?;
         // The directories move first: a crash before the metadata goes
         // leaves a topic without logs, never logs the next start deletes.
-        for log in topic.partitions() {
+        for log in topic.logs() {
             log.retire_into(&to)?;
         }
         fsync_dir(&to)?;
@@ -608,7 +618,7 @@ impl LogManager {
             .partitions
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .extend(new_logs.iter().cloned());
+            .extend(new_logs.iter().cloned().map(Partition::new));
         topic
             .count
             .store(count, std::sync::atomic::Ordering::Release);
@@ -663,7 +673,7 @@ impl LogManager {
     }
 
     fn all_logs(&self) -> Vec<Arc<PartitionLog>> {
-        self.topics().iter().flat_map(|t| t.partitions()).collect()
+        self.topics().iter().flat_map(|t| t.logs()).collect()
     }
 
     /// Writes the recovery-point and log-start-offset checkpoints.
@@ -742,8 +752,9 @@ impl LogManager {
     /// older than `segment.ms`, so an idle partition's data is sealed.
     pub(crate) fn enforce_retention(&self) {
         let now = self.clock.now_ms();
-        for log in self.all_logs() {
-            let result = if self.tiered(&log) {
+        for partition in self.topics().iter().flat_map(|t| t.partitions()) {
+            let log = partition.log();
+            let result = if self.tiered(&partition) {
                 // Local deletion of a tiered partition waits for its upload
                 // (the tiering manager); only seal idle segments here.
                 log.roll_if_expired(now).map(|_| 0)

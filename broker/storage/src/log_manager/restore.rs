@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use super::{LogManager, RestoredPartition, Topic, TopicError};
 use crate::log::{PartitionLog, SharedConfig};
+use crate::partition::Partition;
 use strata_common::config::{self, TopicConfig};
 use strata_common::topic_name::validate_topic_name;
 
@@ -31,7 +32,7 @@ impl LogManager {
         let shared = SharedConfig::new(TopicConfig::resolve(&self.broker, &configs));
         let mut logs = Vec::with_capacity(partitions.len());
         for (p, r) in partitions.iter().enumerate() {
-            logs.push(PartitionLog::create_at(
+            logs.push(Partition::new(PartitionLog::create_at(
                 &self.data_dir,
                 name,
                 p as i32,
@@ -40,7 +41,7 @@ impl LogManager {
                 r.producer_snapshot.as_deref(),
                 r.leader_epoch,
                 self.clock.clone(),
-            )?);
+            )?));
         }
         let count = logs.len() as i32;
         let topic = Topic::new(name, id, shared, configs, logs, count, false);

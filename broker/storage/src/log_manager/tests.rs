@@ -24,7 +24,7 @@ async fn segment_ms_and_retention_ms_are_read_on_the_log_managers_clock() {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     logs.create_topic("t", 1, 1, configs, false).unwrap();
-    let log = logs.partition("t", 0).unwrap();
+    let log = logs.log("t", 0).unwrap();
     // Five records stamped `written_at` + 0..=4 (CreateTime).
     let written_at = clock.now_ms();
     let b = testing::batch(5, 10, written_at);

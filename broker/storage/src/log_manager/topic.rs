@@ -1,5 +1,5 @@
 //! `Topic`: one topic as a broker holds it — identity, configuration and
-//! the logs of the partitions it hosts. The log manager creates and
+//! the partitions it hosts, each over its log. The log manager creates and
 //! changes topics; this file only describes one.
 
 use std::collections::BTreeMap;
@@ -8,6 +8,7 @@ use std::sync::{Arc, RwLock};
 use uuid::Uuid;
 
 use crate::log::{PartitionLog, SharedConfig};
+use crate::partition::Partition;
 
 /// A topic: its identity, configuration and partition logs.
 #[derive(Debug)]
@@ -16,9 +17,9 @@ pub struct Topic {
     pub id: Uuid,
     pub config: Arc<SharedConfig>,
     pub(super) overrides: RwLock<BTreeMap<String, String>>,
-    /// The logs of the partitions this broker hosts, by partition number
-    /// (all of them on a single broker; in a cluster, its replicas).
-    pub(super) partitions: RwLock<Vec<Arc<PartitionLog>>>,
+    /// The partitions this broker hosts, by partition number (all of them
+    /// on a single broker; in a cluster, its replicas).
+    pub(super) partitions: RwLock<Vec<Arc<Partition>>>,
     /// The topic's partition count in the cluster.
     pub(super) count: std::sync::atomic::AtomicI32,
     /// The topic came from (or was published to) a cluster's store: only
@@ -27,13 +28,13 @@ pub struct Topic {
 }
 
 impl Topic {
-    /// A topic whose hosted partitions are `logs` (sorted by partition).
+    /// A topic whose hosted partitions are `partitions` (sorted).
     pub(super) fn new(
         name: &str,
         id: Uuid,
         config: Arc<SharedConfig>,
         overrides: BTreeMap<String, String>,
-        logs: Vec<Arc<PartitionLog>>,
+        partitions: Vec<Arc<Partition>>,
         count: i32,
         in_cluster: bool,
     ) -> Topic {
@@ -42,30 +43,44 @@ impl Topic {
             id,
             config,
             overrides: RwLock::new(overrides),
-            partitions: RwLock::new(logs),
+            partitions: RwLock::new(partitions),
             count: count.into(),
             in_cluster: in_cluster.into(),
         }
     }
-    pub fn partitions(&self) -> Vec<Arc<PartitionLog>> {
+    /// The partitions this broker hosts.
+    pub fn partitions(&self) -> Vec<Arc<Partition>> {
         self.partitions
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
-    /// The log of partition `p`, if this broker hosts it.
-    pub fn partition(&self, p: i32) -> Option<Arc<PartitionLog>> {
+    /// The logs of the partitions this broker hosts.
+    pub fn logs(&self) -> Vec<Arc<PartitionLog>> {
+        self.partitions
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|p| p.log().clone())
+            .collect()
+    }
+    /// Partition `p`, if this broker hosts it.
+    pub fn partition(&self, p: i32) -> Option<Arc<Partition>> {
         if p < 0 {
             return None;
         }
-        let logs = self.partitions.read().unwrap_or_else(|e| e.into_inner());
-        match logs.get(p as usize) {
+        let all = self.partitions.read().unwrap_or_else(|e| e.into_inner());
+        match all.get(p as usize) {
             Some(l) if l.partition() == p => Some(l.clone()),
-            _ => logs
+            _ => all
                 .binary_search_by_key(&p, |l| l.partition())
                 .ok()
-                .map(|i| logs[i].clone()),
+                .map(|i| all[i].clone()),
         }
+    }
+    /// The log of partition `p`, if this broker hosts it.
+    pub fn log(&self, p: i32) -> Option<Arc<PartitionLog>> {
+        self.partition(p).map(|p| p.log().clone())
     }
     /// The topic's partition count (hosted here or not).
     pub fn partition_count(&self) -> usize {

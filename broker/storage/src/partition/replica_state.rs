@@ -1,21 +1,19 @@
-//! A partition log's replication state: whether this broker leads it or
+//! A partition's replication state: whether this broker leads it or
 //! follows, at which leader epoch, the in-sync replicas, how far each
-//! follower has durably copied the log, and the high watermark that
-//! follows from them (docs/replication.md, docs/durability.md).
+//! follower has durably copied the log, and the bound on the high
+//! watermark that follows from them (docs/replication.md,
+//! docs/durability.md).
 //!
 //! The high watermark is the durable prefix every in-sync replica holds:
 //! on a leader the minimum of its own flushed end and each in-sync
 //! follower's fetch offset (a follower fetches from its fsynced end); on a
 //! follower the minimum of its flushed end and the leader's high watermark.
-//! A single broker leads every partition with itself as the only in-sync
-//! replica, so its high watermark is its flushed end, as before.
+//! The log owns its flushed end and the high watermark (`log/ends.rs`);
+//! this state gives it the other term, the bound. A single broker leads
+//! every partition with itself as the only in-sync replica: no bound, so
+//! its high watermark is its flushed end, as before.
 //!
-//! Role changes take the log's lock first, so an append or a truncation
-//! in progress finishes under the role it started with, and every append
-//! checks the role (leader appends, follower copies at its epoch) under
-//! that lock. The high watermark is only moved under this state's lock.
-//!
-//! This file holds the state and the high watermark rule; the log's
+//! This file holds the state and the bound's rule; the partition's
 //! methods that change it are in `replicas.rs`. It never talks to the
 //! network or the cluster store (the replication module feeds it and
 //! writes ISR changes).
@@ -24,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use super::ack_latency::AckLatency;
+use crate::log::partition_log::UNBOUNDED;
 
 /// How far one follower has copied the leader's log.
 #[derive(Debug, Clone, Copy)]
@@ -96,8 +95,6 @@ pub(super) struct ReplicaState {
     pub(super) role: Role,
     /// This broker's node id (-1 until the cluster layer sets a role).
     pub(super) me: i32,
-    /// The end of the log's fsynced prefix.
-    pub(super) durable_end: i64,
     /// ISR shrinks and expands this broker wrote as leader (a metric to
     /// alarm on: flapping is the first sign of a bad disk or network).
     pub(super) isr_shrinks: u64,
@@ -107,18 +104,11 @@ pub(super) struct ReplicaState {
     /// The cluster leader epoch this process last led the partition at,
     /// with that epoch's start offset (a quorum topic's report).
     pub(super) led: Option<(i32, i64)>,
-    /// The log holds what this replica acknowledged before: it was opened
-    /// from disk, has led, or caught up with a leader in this process. A
-    /// log created empty (a new replica, a replaced disk) is not, and
-    /// reports nothing for a quorum election until it is.
-    pub(super) hydrated: bool,
-    /// The unhydrated marker is on disk (`hydration.rs`).
-    pub(super) unhydrated_marker: bool,
 }
 
 impl ReplicaState {
-    /// A single broker's log: it leads, alone.
-    pub(super) fn new(durable_end: i64) -> Self {
+    /// A single broker's partition: it leads, alone.
+    pub(super) fn new() -> Self {
         ReplicaState {
             role: Role::Leader {
                 epoch: -1,
@@ -130,19 +120,17 @@ impl ReplicaState {
                 removing: BTreeMap::new(),
             },
             me: -1,
-            durable_end,
             isr_shrinks: 0,
             isr_expands: 0,
             slow_evictions: 0,
             led: None,
-            hydrated: false,
-            unhydrated_marker: false,
         }
     }
 
-    /// The high watermark this state allows (before the never-backwards
-    /// rule).
-    pub(super) fn high_watermark_target(&self, current: i64) -> i64 {
+    /// How far this state lets the high watermark go, the log's durable
+    /// end aside (the log takes the least of the two; `current` is the
+    /// high watermark now).
+    pub(super) fn high_watermark_bound(&self, current: i64) -> i64 {
         match &self.role {
             Role::Leader {
                 isr,
@@ -161,15 +149,18 @@ impl ReplicaState {
                         .map_or(current, |f| f.end)
                 };
                 match quorum {
-                    // The k-th greatest end (this leader's among them, and
-                    // never past it: it is one of the k, so a restart of
+                    // The k-th greatest end, this leader's among them and
+                    // never past it (it is one of the k, so a restart of
                     // it loses nothing acknowledged), over every ISR the
                     // store may end up with while changes are under way
                     // (with or without the removals, with or without the
-                    // additions), taking the least.
+                    // additions), taking the least. With the leader's own
+                    // end d among the ends, the k-th greatest capped at d
+                    // is the (k-1)-th greatest of the followers' capped at
+                    // d: that (k-1)-th greatest is the bound.
                     Some(k) => {
                         let base: Vec<i32> = isr.iter().copied().collect();
-                        let mut least = self.durable_end;
+                        let mut least = UNBOUNDED;
                         for with_removals in [false, true] {
                             for with_additions in [false, true] {
                                 let mut ends: Vec<i64> = base
@@ -178,9 +169,12 @@ impl ReplicaState {
                                     .chain(pending.keys().filter(|_| with_additions))
                                     .map(end_of)
                                     .collect();
-                                ends.push(self.durable_end);
+                                let others = (*k).max(1) - 1;
+                                if others == 0 || ends.is_empty() {
+                                    continue;
+                                }
                                 ends.sort_unstable_by(|a, b| b.cmp(a));
-                                least = least.min(ends[(*k).clamp(1, ends.len()) - 1]);
+                                least = least.min(ends[others.min(ends.len()) - 1]);
                             }
                         }
                         least
@@ -189,18 +183,18 @@ impl ReplicaState {
                         .iter()
                         .chain(pending.keys())
                         .map(end_of)
-                        .fold(self.durable_end, i64::min),
+                        .fold(UNBOUNDED, i64::min),
                 }
             }
             Role::Follower {
                 leader_high_watermark,
                 ..
-            } => self.durable_end.min(*leader_high_watermark),
+            } => *leader_high_watermark,
         }
     }
 }
 
-/// What a leader changes in its ISR now (see [`PartitionLog::isr_review`]).
+/// What a leader changes in its ISR now (see [`super::Partition::isr_review`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IsrReview {
     /// In-sync followers that have not caught up within the lag limit.

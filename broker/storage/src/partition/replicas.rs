@@ -1,31 +1,24 @@
-//! The partition log's replication methods: taking a role (lead, follow,
-//! wait for the store), the checks every write makes under the log's lock,
-//! follower progress and the ISR review, and moving the high watermark
-//! (`replica_state.rs` holds the state and the rule; docs/replication.md).
+//! The partition's replication methods: taking a role (lead, follow, wait
+//! for the store), follower progress and the ISR review, and the bound
+//! they put on the log's high watermark (`replica_state.rs` holds the
+//! state and the rule; docs/replication.md).
 //!
-//! Lock order: the log's `inner`, then `epochs`, then the replication
-//! state; the high watermark channel is written only under the latter.
+//! Role changes hold `leader_isr_update` for writing (`mod.rs`); the bound
+//! is handed to the log only under the replication state's lock, so the
+//! last one handed down is the newest state's.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::Ordering;
-use std::sync::MutexGuard;
 use std::time::Duration;
 
-use tokio::sync::watch;
-
 use super::ack_latency::{AckLatency, SlowFollowerRule};
-use super::partition_log::{LogError, LogInner, PartitionLog};
 use super::replica_state::{FollowerProgress, IsrReview, ReplicaState, Role, IN_FLIGHT};
+use super::Partition;
 
 /// A follower that has not fetched for this long no longer keeps the
 /// leader's record of appends (`AckLatency`) from being trimmed.
 const TRIM_SILENCE: Duration = Duration::from_secs(10);
 
-impl PartitionLog {
-    pub(super) fn replicas(&self) -> MutexGuard<'_, ReplicaState> {
-        self.replica_state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
+impl Partition {
     /// Leads the partition at `epoch` with `isr` (this broker `me`
     /// included or not), as the store says at `revision`. Follower
     /// progress is kept across ISR changes at one epoch and starts unknown
@@ -36,9 +29,10 @@ impl PartitionLog {
     }
 
     /// [`Self::become_leader`], refused (false) if the log is not hydrated
-    /// (`hydration.rs`) unless `allow_unhydrated`: checked under the log's
-    /// lock, which a follower's emptying of the log also holds, so a log
-    /// emptied since the caller looked never leads by accident.
+    /// (`log/hydration.rs`) unless `allow_unhydrated`: checked under
+    /// `leader_isr_update`, which a follower's emptying of the log holds
+    /// for reading, so a log emptied since the caller looked never leads
+    /// by accident.
     pub fn become_leader_checked(
         &self,
         me: i32,
@@ -47,30 +41,18 @@ impl PartitionLog {
         revision: i64,
         allow_unhydrated: bool,
     ) -> bool {
-        let inner = self.lock();
-        if !allow_unhydrated && !self.replicas().hydrated {
+        let _changing = self.changing_role();
+        if !allow_unhydrated && !self.log.hydrated() {
             return false;
         }
-        let leo = inner.log_end_offset();
-        self.leader_epoch.fetch_max(epoch, Ordering::AcqRel);
-        {
-            let mut cache = self.epochs.lock().unwrap_or_else(|e| e.into_inner());
-            if cache.latest_epoch().is_none_or(|e| e < epoch) {
-                if let Err(e) = cache.assign(epoch, leo) {
-                    tracing::warn!(topic = %self.topic(), partition = self.partition(), error = %e,
-                        "cannot write the leader epoch checkpoint");
-                }
-            }
-        }
-        let cfg = self.config();
+        self.log.begin_leader_epoch(epoch);
+        let cfg = self.log.config();
         let quorum = cfg
             .quorum_ack
             .then(|| cfg.min_insync_replicas.max(1) as usize);
-        let epoch_start = self.epoch_start_offset();
+        let epoch_start = self.log.epoch_start_offset();
         let mut st = self.replicas();
         st.me = me;
-        st.hydrated = true;
-        let settle = st.unhydrated_marker;
         if epoch >= 0 {
             st.led = Some((epoch, epoch_start));
         }
@@ -80,7 +62,7 @@ impl PartitionLog {
             Role::Follower { .. } => true,
         };
         if new_leadership {
-            let now = self.clock.now();
+            let now = self.log.clock().now();
             let followers = others
                 .iter()
                 .map(|id| (*id, FollowerProgress::unknown(Some(now))))
@@ -110,12 +92,10 @@ impl PartitionLog {
             removing.retain(|id, written| others.contains(id) && *written > revision);
             *isr = others;
         }
-        self.advance_high_watermark_locked(&st);
+        self.publish_bound(&st);
         drop(st);
-        drop(inner);
-        if settle {
-            self.settle_hydration_marker();
-        }
+        // It leads: it holds what it acknowledged from here on.
+        self.log.mark_hydrated();
         true
     }
 
@@ -123,11 +103,11 @@ impl PartitionLog {
     /// [`Self::append_as_follower`] at that epoch. The epoch cache is left
     /// to the leader's batches.
     pub fn become_follower(&self, me: i32, epoch: i32, leader: i32) {
-        let _inner = self.lock();
-        self.leader_epoch.fetch_max(epoch, Ordering::AcqRel);
+        let _changing = self.changing_role();
+        self.log.note_followed_epoch(epoch);
         let mut st = self.replicas();
         st.me = me;
-        let current = self.high_watermark();
+        let current = self.log.high_watermark();
         match &mut st.role {
             Role::Follower {
                 leader: l,
@@ -146,6 +126,9 @@ impl PartitionLog {
                 }
             }
         }
+        // A leader's bound no longer holds: the high watermark stays
+        // where it is until the new leader's is known.
+        self.publish_bound(&st);
     }
 
     /// In a cluster, before the store assigns a role: the log neither
@@ -153,41 +136,15 @@ impl PartitionLog {
     /// start (what the replicas hold is learnt again from the leader, so
     /// a restarted broker never shows records no follower has).
     pub(crate) fn await_assignment(&self) {
-        let inner = self.lock();
-        let start = inner.log_start_offset;
+        let _changing = self.changing_role();
         let mut st = self.replicas();
         st.role = Role::Follower {
             leader: -1,
             epoch: -1,
-            leader_high_watermark: start,
+            leader_high_watermark: self.log.local_log_start_offset(),
         };
-        self.high_watermark.send_replace(start);
+        self.log.reset_high_watermark_to_start();
         drop(st);
-        drop(inner);
-    }
-
-    /// The epoch a leader's append is stamped with; refused on a
-    /// follower. Called with the log's lock held.
-    pub(super) fn append_epoch(&self, _inner: &LogInner) -> Result<i32, LogError> {
-        match self.replicas().role {
-            Role::Leader { epoch, .. } if epoch >= 0 => Ok(epoch),
-            Role::Leader { .. } => Ok(self.leader_epoch()),
-            Role::Follower { .. } => Err(LogError::NotLeader),
-        }
-    }
-
-    /// A follower's write (copy or truncation) for the leadership at
-    /// `epoch`: refused once the log follows a newer one or leads. Called
-    /// with the log's lock held.
-    pub(super) fn check_follower_epoch(
-        &self,
-        _inner: &LogInner,
-        epoch: i32,
-    ) -> Result<(), LogError> {
-        match self.replicas().role {
-            Role::Follower { epoch: e, .. } if e == epoch => Ok(()),
-            _ => Err(LogError::StaleLeaderEpoch { epoch }),
-        }
     }
 
     /// The log waits for the store to give it a role (`await_assignment`).
@@ -212,7 +169,7 @@ impl PartitionLog {
     pub fn leads_at(&self, epoch: i32) -> bool {
         match self.replicas().role {
             Role::Leader { epoch: e, .. } if e >= 0 => e == epoch,
-            Role::Leader { .. } => self.leader_epoch() == epoch,
+            Role::Leader { .. } => self.log.leader_epoch() == epoch,
             Role::Follower { .. } => false,
         }
     }
@@ -222,7 +179,7 @@ impl PartitionLog {
     pub fn leading_epoch(&self) -> Option<i32> {
         match self.replicas().role {
             Role::Leader { epoch, .. } if epoch >= 0 => Some(epoch),
-            Role::Leader { .. } => Some(self.leader_epoch()),
+            Role::Leader { .. } => Some(self.log.leader_epoch()),
             Role::Follower { .. } => None,
         }
     }
@@ -276,8 +233,8 @@ impl PartitionLog {
         fetch_offset: i64,
         log_start: i64,
     ) -> bool {
-        let leader_end = self.log_end_offset();
-        let now = self.clock.now();
+        let leader_end = self.log.log_end_offset();
+        let now = self.log.clock().now();
         let mut st = self.replicas();
         let Role::Leader {
             followers, acks, ..
@@ -314,7 +271,7 @@ impl PartitionLog {
         {
             acks.trim(min_end);
         }
-        self.advance_high_watermark_locked(&st);
+        self.publish_bound(&st);
         true
     }
 
@@ -331,7 +288,7 @@ impl PartitionLog {
         } = &mut st.role
         {
             if !isr.is_empty() || !followers.is_empty() {
-                acks.note_append(end, self.clock.now());
+                acks.note_append(end, self.log.clock().now());
             }
         }
     }
@@ -340,7 +297,7 @@ impl PartitionLog {
     /// measured it (empty on a follower).
     pub fn follower_ack_p99s(&self, window: Duration) -> Vec<(i32, Duration)> {
         match &self.replicas().role {
-            Role::Leader { acks, .. } => acks.p99s(window, self.clock.now()),
+            Role::Leader { acks, .. } => acks.p99s(window, self.log.clock().now()),
             Role::Follower { .. } => Vec::new(),
         }
     }
@@ -372,16 +329,16 @@ impl PartitionLog {
         max_lag: Duration,
         slow: Option<&SlowFollowerRule>,
     ) -> IsrReview {
-        let leader_end = self.log_end_offset();
-        let epoch_start = self.epoch_start_offset();
-        let now = self.clock.now();
+        let leader_end = self.log.log_end_offset();
+        let epoch_start = self.log.epoch_start_offset();
+        let now = self.log.clock().now();
         let recent = |f: &FollowerProgress| {
             f.last_caught_up
                 .is_some_and(|t| now.duration_since(t) <= max_lag)
         };
         let mut st = self.replicas();
         let me = st.me;
-        let hw = *self.high_watermark.borrow();
+        let hw = self.log.high_watermark();
         let Role::Leader {
             isr,
             pending,
@@ -493,7 +450,7 @@ impl PartitionLog {
             // Not taken out: not judged as taken out either.
             acks.eviction_not_written(id);
         }
-        self.advance_high_watermark_locked(&st);
+        self.publish_bound(&st);
     }
 
     /// The cluster leader epoch this process last led at, with its start
@@ -508,7 +465,7 @@ impl PartitionLog {
         if let Role::Leader { pending, .. } = &mut st.role {
             pending.remove(&id);
         }
-        self.advance_high_watermark_locked(&st);
+        self.publish_bound(&st);
     }
 
     /// Counts a written ISR change.
@@ -537,22 +494,16 @@ impl PartitionLog {
     /// A follower learnt the high watermark of the leader of `epoch`
     /// (ignored once it follows another leadership).
     pub fn set_leader_high_watermark(&self, hw: i64, epoch: i32) {
-        // Before the replication state's lock (lock order: epochs first).
-        let copied_this_epoch = self.latest_epoch_in_log() == Some(epoch);
+        let copied_this_epoch = self.log.latest_epoch_in_log() == Some(epoch);
         let mut st = self.replicas();
         // Caught up with a leader once, holding a batch of its epoch: the
         // log now holds everything before that epoch began and what the
         // leader acknowledged since (a high watermark alone can be far
         // below what was acknowledged, e.g. a restarted leader's), so a
         // replica created empty reports from here on.
-        let mut settle = false;
-        if copied_this_epoch
-            && st.durable_end >= hw
-            && matches!(st.role, Role::Follower { epoch: e, .. } if e == epoch)
-        {
-            st.hydrated = true;
-            settle = st.unhydrated_marker;
-        }
+        let hydrate = copied_this_epoch
+            && self.log.durable_end_offset() >= hw
+            && matches!(st.role, Role::Follower { epoch: e, .. } if e == epoch);
         if let Role::Follower {
             leader_high_watermark,
             epoch: e,
@@ -563,71 +514,17 @@ impl PartitionLog {
                 *leader_high_watermark = hw;
             }
         }
-        self.advance_high_watermark_locked(&st);
+        self.publish_bound(&st);
         drop(st);
-        if settle {
-            self.settle_hydration_marker();
+        if hydrate && !self.log.hydrated() {
+            self.log.mark_hydrated();
         }
     }
 
-    /// Wakes on every append (replica fetches wait for the log end, not
-    /// the high watermark).
-    pub fn subscribe_log_end(&self) -> watch::Receiver<i64> {
-        self.log_end.subscribe()
-    }
-
-    /// The end of the fsynced prefix: what a follower fetches from.
-    pub fn durable_end_offset(&self) -> i64 {
-        self.replicas().durable_end
-    }
-
-    /// Everything up to `end` is fsynced. Called with the log's lock held
-    /// (so a truncation cannot slip between the flush and this).
-    pub(super) fn set_durable_end(&self, inner: &LogInner, end: i64) {
-        let mut st = self.replicas();
-        st.durable_end = st.durable_end.max(end.min(inner.log_end_offset()));
-        self.advance_high_watermark_locked(&st);
-    }
-
-    /// Moves the high watermark to what `st` allows; it never goes back
-    /// (truncation lowers it explicitly, under the same lock).
-    fn advance_high_watermark_locked(&self, st: &ReplicaState) {
-        let current = *self.high_watermark.borrow();
-        let target = st.high_watermark_target(current);
-        self.high_watermark.send_if_modified(|hw| {
-            if target > *hw {
-                *hw = target;
-                true
-            } else {
-                false
-            }
-        });
-    }
-
-    /// After a truncation to `end` (the log's lock held): the durable end
-    /// and high watermark go back with the log.
-    pub(super) fn reset_ends_after_truncation(&self, _inner: &LogInner, end: i64) {
-        let mut st = self.replicas();
-        // The truncation fsynced what it kept (the cut segment, the
-        // directory; earlier segments were sealed): the log is durable to
-        // its new end, also when an emptied log now starts above it.
-        st.durable_end = end;
-        if let Role::Follower {
-            leader_high_watermark,
-            ..
-        } = &mut st.role
-        {
-            *leader_high_watermark = (*leader_high_watermark).min(end);
-        }
-        self.high_watermark.send_if_modified(|hw| {
-            if *hw > end {
-                *hw = end;
-                true
-            } else {
-                false
-            }
-        });
-        drop(st);
-        self.log_end.send_replace(end);
+    /// Hands the log the bound `st` puts on its high watermark (called
+    /// with the replication state's lock held).
+    fn publish_bound(&self, st: &ReplicaState) {
+        let bound = st.high_watermark_bound(self.log.high_watermark());
+        self.log.bound_high_watermark(bound);
     }
 }
