@@ -190,6 +190,9 @@ FIELDS = [
      re.compile(r"\b(?:SystemTime::now|clock::now_ms)\(\)|(?<![\w.])now_ms\(\)"),
      "the log reads wall time (timestamps, retention, segment.ms, compaction lag)"
      " from the log manager's clock (self.clock), never the machine's"),
+    ("broker/storage", ["log/partition_log.rs"], re.compile(r"\b(?:TieredPart|CleanerState|CleanerStats)\b"),
+     "the log holds no cleaner state and no handle to the bucket: the log manager keeps"
+     " them beside it (log/cleaner_state.rs) and a pass is handed the bucket's part"),
     ("broker/storage", ["partition/mod.rs", "partition/replicas.rs", "partition/replica_state.rs"],
      re.compile(r"\b(?:Instant::now|SystemTime::now)\(\)|\.elapsed\(\)"),
      "follower progress and the ISR's lag are read on the log's clock (log().clock()),"

@@ -18,6 +18,7 @@ use super::compaction_part::BucketPart;
 use super::local_log_view::LocalLogView;
 use crate::config::{BrokerConfig, TopicConfig};
 use crate::log::cleaner::{OffsetMap, Throttle};
+use crate::log::tiered_part::TieredPart;
 use crate::log::{PartitionLog, SharedConfig};
 use strata_storage::partition::Partition;
 
@@ -28,6 +29,8 @@ struct Tiered {
     partition: Arc<Partition>,
     log: Arc<PartitionLog>,
     rp: Arc<RemotePartition>,
+    /// The bucket's part a pass is handed (as the cleaner's state holds it).
+    part: Arc<dyn TieredPart>,
     _dir: tempfile::TempDir,
 }
 
@@ -37,7 +40,7 @@ impl Tiered {
     /// references.
     fn restart_tiering(&mut self) {
         let epoch = self.rp.manifest().writer_epoch;
-        self.rp = attach(
+        (self.rp, self.part) = attach(
             &self.rt,
             new_manager(&self.store),
             &self.broker,
@@ -77,25 +80,26 @@ fn new_manager(store: &Arc<dyn ObjectStore>) -> Arc<RemoteLogManager> {
     RemoteLogManager::new(store.clone(), "", "test-broker", opts)
 }
 
-/// Has `manager` take `log` over and attaches it as the log's remote part;
-/// the manager's first round claims the catalog.
+/// Has `manager` take `partition` over; returns its remote partition and
+/// the bucket's part a cleaning pass is handed. The manager's first round
+/// claims the catalog.
 fn attach(
     rt: &tokio::runtime::Runtime,
     manager: Arc<RemoteLogManager>,
     broker: &Arc<BrokerConfig>,
     partition: &Arc<Partition>,
-) -> Arc<RemotePartition> {
+) -> (Arc<RemotePartition>, Arc<dyn TieredPart>) {
     let view: Arc<dyn LocalLog> = Arc::new(LocalLogView {
         partition: partition.clone(),
         broker: broker.clone(),
     });
     let rp = rt.block_on(manager.add_partition("tid", view));
-    partition.log().attach_tiered_part(Arc::new(BucketPart {
+    let part = Arc::new(BucketPart {
         manager,
         remote: rp.clone(),
         runtime: rt.handle().clone(),
-    }));
-    rp
+    });
+    (rp, part)
 }
 
 fn tiered_log(file_delete_delay_ms: &str) -> Tiered {
@@ -127,7 +131,7 @@ fn tiered_log_with(
         .build()
         .unwrap();
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-    let rp = attach(&rt, manager(&rt, &store), &broker, &partition);
+    let (rp, part) = attach(&rt, manager(&rt, &store), &broker, &partition);
     // The first round claims the catalog.
     wait(|| rp.manifest().writer_epoch > 0, "the catalog claimed");
     Tiered {
@@ -137,6 +141,7 @@ fn tiered_log_with(
         partition,
         log,
         rp,
+        part,
         _dir: dir,
     }
 }
@@ -178,7 +183,13 @@ fn clean(t: &Tiered) -> crate::log::cleaner::CleanStats {
         let mut throttle = Throttle::new(f64::MAX);
         if let Some(s) = t
             .log
-            .clean(crate::clock::now_ms(), &mut map, &mut throttle, true)
+            .clean(
+                Some(t.part.clone()),
+                crate::clock::now_ms(),
+                &mut map,
+                &mut throttle,
+                true,
+            )
             .unwrap()
         {
             return s;
@@ -358,9 +369,13 @@ fn a_pass_cut_short_before_or_after_its_swap_loses_nothing() {
     .unwrap();
     let mut map = OffsetMap::with_memory(1 << 20);
     let mut throttle = Throttle::new(f64::MAX);
-    let fenced = t
-        .log
-        .clean(crate::clock::now_ms(), &mut map, &mut throttle, true);
+    let fenced = t.log.clean(
+        Some(t.part.clone()),
+        crate::clock::now_ms(),
+        &mut map,
+        &mut throttle,
+        true,
+    );
     assert!(fenced.is_err(), "{fenced:?}");
     assert!(
         !t.bucket_matches_manifest(),

@@ -37,7 +37,7 @@ impl TieredStorage {
             if is_internal(&topic.name) {
                 continue;
             }
-            for partition in topic.partitions() {
+            for (partition, cleaner) in topic.partitions_with_cleaners() {
                 let log = partition.log();
                 if self.partition(&topic, log.partition()).is_none() && !log.is_closed() {
                     let tiered: Arc<dyn LocalLog> = Arc::new(LocalLogView {
@@ -48,7 +48,7 @@ impl TieredStorage {
                         .manager
                         .add_partition(&topic.id.to_string(), tiered)
                         .await;
-                    log.attach_tiered_part(Arc::new(super::compaction_part::BucketPart {
+                    cleaner.attach_tiered_part(Arc::new(super::compaction_part::BucketPart {
                         manager: self.manager.clone(),
                         remote,
                         runtime: tokio::runtime::Handle::current(),

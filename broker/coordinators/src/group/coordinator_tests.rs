@@ -437,6 +437,7 @@ async fn the_log_cleaner_keeps_only_live_state() {
     let mut throttle = strata_storage::log::cleaner::Throttle::new(f64::MAX);
     let stats = log
         .clean(
+            None,
             strata_common::clock::now_ms(),
             &mut map,
             &mut throttle,

@@ -24,13 +24,14 @@ use std::collections::HashMap;
 use std::fs;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use strata_format::compaction::{clean_batch, for_each_record, CleanPolicy, Cleaned};
 
 use super::aborted_ranges::AbortedRanges;
 use super::batch::{BatchHeader, BatchScanner};
-use super::cleaner_remote::{OpenedSegment, RemotePass, RemoteSegmentInfo, RemoteView};
+use super::cleaner_remote::{OpenedSegment, RemotePass, RemoteSegmentInfo, RemoteView, TieredPart};
 use super::partition_log::{fsync_dir, settings, LogError, PartitionLog};
 use super::segment::{
     file_stem, LogSegment, SegmentSlice, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX,
@@ -104,13 +105,18 @@ pub(crate) struct Cleanability {
 }
 
 impl PartitionLog {
-    /// How dirty the log is, for choosing which log to clean first.
-    pub(crate) fn cleanability(&self, now: i64) -> Option<Cleanability> {
+    /// How dirty the log is, for choosing which log to clean first;
+    /// `tiered` is the bucket's part of a tiered log.
+    pub(crate) fn cleanability(
+        &self,
+        tiered: Option<&dyn TieredPart>,
+        now: i64,
+    ) -> Option<Cleanability> {
         let cfg = self.config();
         if !cfg.compacted || self.is_closed() {
             return None;
         }
-        let remote = self.tiered_part().map(|p| p.segments()).unwrap_or_default();
+        let remote = tiered.map(|p| p.segments()).unwrap_or_default();
         let (segments, first_dirty) = self.cleanable_segments(now, &cfg, &remote);
         judge(&segments, first_dirty, now, &cfg)
     }
@@ -194,9 +200,11 @@ impl PartitionLog {
     }
 
     /// One cleaning pass, if the log is compacted and dirty enough (or
-    /// `force`). Returns what it did.
+    /// `force`), covering the bucket's part too when `tiered` is given (a
+    /// tiered log's whole log). Returns what it did.
     pub fn clean(
         &self,
+        tiered: Option<Arc<dyn TieredPart>>,
         now: i64,
         map: &mut OffsetMap,
         throttle: &mut Throttle,
@@ -207,7 +215,7 @@ impl PartitionLog {
             return Ok(None);
         }
         // A tiered log: hold the catalog writer for the whole pass.
-        let (mut pass, remote, _local_hold) = match self.tiered_part() {
+        let (mut pass, remote, _local_hold) = match tiered {
             None => (None, Vec::new(), None),
             Some(part) => match RemotePass::begin(part, self.dir())? {
                 RemoteView::Local(hold) => (None, Vec::new(), Some(hold)),

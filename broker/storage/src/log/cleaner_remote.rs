@@ -11,7 +11,9 @@
 //! cleaned segments in.
 //!
 //! Owns the download directory; the bucket is reached through the
-//! [`TieredPart`] the broker attached (the log knows no tiering crate).
+//! [`TieredPart`] the broker attached to the log's cleaner state
+//! (`cleaner_state.rs`) and the pass is handed (the log knows no tiering
+//! crate and holds no part).
 //! Never decides which records stay (that is `cleaner.rs` and
 //! `strata_format::compaction`).
 
@@ -31,19 +33,6 @@ pub use super::tiered_part::{
 pub(crate) const DOWNLOAD_DIR: &str = "cleaner.remote";
 
 impl PartitionLog {
-    /// Attaches the bucket's side of this log: from now on a cleaning pass
-    /// covers the remote segments too.
-    pub fn attach_tiered_part(&self, part: Arc<dyn TieredPart>) {
-        *self.tiered_part.write().unwrap_or_else(|e| e.into_inner()) = Some(part);
-    }
-
-    pub fn tiered_part(&self) -> Option<Arc<dyn TieredPart>> {
-        self.tiered_part
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
     /// The first offset the cleaner has not deduplicated yet: a compacted
     /// tiered log uploads only segments below it.
     pub fn first_dirty_offset(&self) -> i64 {

@@ -91,7 +91,7 @@ fn values(log: &PartitionLog) -> BTreeMap<String, i64> {
 fn clean(log: &PartitionLog, now: i64) -> Option<CleanStats> {
     let mut map = OffsetMap::with_memory(1 << 20);
     let mut throttle = Throttle::new(f64::MAX);
-    log.clean(now, &mut map, &mut throttle, true).unwrap()
+    log.clean(None, now, &mut map, &mut throttle, true).unwrap()
 }
 
 /// 100 keys, each written 10 times over 10 segments, then a fresh segment.

@@ -5,6 +5,8 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Condvar, Mutex};
+
+use super::cleaner_state::CleanerState;
 use std::time::{Duration, Instant};
 
 use super::offset_map::{OffsetMap, Throttle};
@@ -20,7 +22,7 @@ use super::partition_log::{LogError, PartitionLog};
 /// run until `Cleaners::stop`.
 pub fn start_cleaners(
     settings: &strata_common::config::settings::CleanerSettings,
-    logs: impl Fn() -> Vec<Arc<PartitionLog>> + Send + Sync + 'static,
+    logs: impl Fn() -> Vec<(Arc<PartitionLog>, Arc<CleanerState>)> + Send + Sync + 'static,
     lower_priority: fn(i32),
     clock: strata_common::clock::SharedClock,
 ) -> Cleaners {
@@ -119,31 +121,31 @@ impl StopSignal {
     }
 }
 
-/// Cleans the dirtiest due log of `logs` that no other cleaner thread
-/// holds. Returns whether a pass ran.
+/// Cleans the dirtiest due log of `logs` (each with the cleaner's state
+/// for it) that no other cleaner thread holds. Returns whether a pass ran.
 pub fn clean_dirtiest(
-    logs: &[Arc<PartitionLog>],
+    logs: &[(Arc<PartitionLog>, Arc<CleanerState>)],
     now: i64,
     map: &mut OffsetMap,
     throttle: &mut Throttle,
 ) -> bool {
-    let mut due: Vec<(f64, &Arc<PartitionLog>)> = logs
+    let mut due: Vec<(f64, &Arc<PartitionLog>, &Arc<CleanerState>)> = logs
         .iter()
-        .filter_map(|l| {
-            l.cleanability(now)
+        .filter_map(|(l, state)| {
+            l.cleanability(state.tiered_part().as_deref(), now)
                 .filter(|c| c.due)
-                .map(|c| (c.dirty_ratio, l))
+                .map(|c| (c.dirty_ratio, l, state))
         })
         .collect();
     due.sort_by(|a, b| b.0.total_cmp(&a.0));
-    for (_, log) in due {
-        if log.cleaning.swap(true, Ordering::AcqRel) {
+    for (_, log, state) in due {
+        if !state.try_hold() {
             continue;
         }
         let started = Instant::now();
-        let result = log.clean(now, map, throttle, false);
-        log.cleaning.store(false, Ordering::Release);
-        let stats = &log.cleaner_stats;
+        let result = log.clean(state.tiered_part(), now, map, throttle, false);
+        state.release();
+        let stats = &state.stats;
         match result {
             Ok(Some(s)) => {
                 stats.passes.fetch_add(1, Ordering::Relaxed);

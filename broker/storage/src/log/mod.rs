@@ -7,7 +7,7 @@ pub mod checkpoint;
 pub mod cleaner;
 pub(crate) mod cleaner_checkpoint;
 pub(crate) mod cleaner_remote;
-pub(crate) mod cleaner_stats;
+pub mod cleaner_state;
 pub(crate) mod cleaner_threads;
 pub mod control;
 pub mod ends;

@@ -221,12 +221,6 @@ pub struct PartitionLog {
     /// follower, below the leader's log start: never served again, even
     /// from the bucket (`records_deleted.rs`). 0 when none were.
     pub(super) deleted_before: AtomicI64,
-    /// A cleaner thread holds this partition (`cleaner.rs`).
-    pub(super) cleaning: AtomicBool,
-    /// The bucket's part, for compaction of a tiered log (`cleaner_remote.rs`).
-    pub(super) tiered_part: std::sync::RwLock<Option<Arc<dyn super::tiered_part::TieredPart>>>,
-    /// What the cleaner did to this log.
-    pub cleaner_stats: super::cleaner_stats::CleanerStats,
     /// The highest leader epoch this log was given (`epochs.rs`): what a
     /// single broker, which has no epochs of the store's, stamps.
     pub(super) leader_epoch: std::sync::atomic::AtomicI32,
@@ -530,9 +524,6 @@ impl PartitionLog {
             closed: AtomicBool::new(false),
             remote_log_start: AtomicI64::new(-1),
             deleted_before: AtomicI64::new(0),
-            cleaning: AtomicBool::new(false),
-            tiered_part: std::sync::RwLock::new(None),
-            cleaner_stats: Default::default(),
             leader_epoch: leader_epoch.into(),
             epochs: Mutex::new(epochs),
             ends: Mutex::new(Ends::new(high_watermark)),

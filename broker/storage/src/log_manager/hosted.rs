@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
+use super::topic::Hosted;
 use super::{LogManager, Topic, TopicError};
 use crate::log::{PartitionLog, SharedConfig};
-use crate::partition::Partition;
 use strata_common::config::{self, TopicConfig};
 use strata_common::topic_name::validate_topic_name;
 
@@ -56,9 +56,9 @@ impl LogManager {
                 )?
             };
             // Replicated: neither leads nor serves until the store says.
-            let partition = Partition::new(log);
-            partition.await_assignment();
-            logs.push(partition);
+            let hosted = Hosted::new(log);
+            hosted.partition.await_assignment();
+            logs.push(hosted);
         }
         let topic = Topic::new(name, id, shared, configs, logs, count, true);
         let topic = self.register(topic)?;
@@ -118,19 +118,19 @@ impl LogManager {
                     self.clock.clone(),
                 )?
             };
-            let partition = Partition::new(log);
-            partition.await_assignment();
-            created.push(partition);
+            let hosted = Hosted::new(log);
+            hosted.partition.await_assignment();
+            created.push(hosted);
         }
         {
             let mut logs = topic.partitions.write().unwrap_or_else(|e| e.into_inner());
             logs.extend(created.iter().cloned());
-            logs.sort_by_key(|l| l.partition());
+            logs.sort_by_key(|h| h.partition.partition());
         }
         topic.count.fetch_max(count, Ordering::AcqRel);
         self.persist_topic(&topic)?;
-        for partition in created {
-            self.spawn_flusher(partition.log().clone());
+        for hosted in created {
+            self.spawn_flusher(hosted.log().clone());
         }
         self.changed();
         Ok(())
@@ -145,11 +145,11 @@ impl LogManager {
         let topic = self
             .topic(name)
             .ok_or_else(|| TopicError::UnknownTopic(name.to_string()))?;
-        let gone: Vec<Arc<Partition>> = {
+        let gone: Vec<Hosted> = {
             let mut logs = topic.partitions.write().unwrap_or_else(|e| e.into_inner());
             let (gone, kept) = logs
                 .drain(..)
-                .partition(|l| remove.contains(&l.partition()));
+                .partition(|h| remove.contains(&h.partition.partition()));
             *logs = kept;
             gone
         };
@@ -158,8 +158,8 @@ impl LogManager {
         }
         self.persist_topic(&topic)?;
         self.changed();
-        for partition in gone {
-            let log = partition.log();
+        for hosted in gone {
+            let log = hosted.log();
             log.delete()?;
             tracing::info!(
                 topic = name,

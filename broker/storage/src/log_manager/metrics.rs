@@ -8,13 +8,14 @@ use strata_common::metrics_family::{partition_labels, value_of, Def, Family, Kin
 
 use super::LogManager;
 use crate::log::cleaner::Cleanability;
+use crate::log::cleaner_state::CleanerState;
 use crate::log::PartitionLog;
 
 /// A family and how to read its value.
 type LogFamily = (Def, fn(&PartitionLog) -> f64);
-/// A compacted log's family: the log, how dirty it is now (read once per
-/// scrape), and the wall clock.
-type CleanerFamily = (Def, fn(&PartitionLog, Option<&Cleanability>, i64) -> f64);
+/// A compacted log's family: the cleaner's state for the log, how dirty
+/// the log is now (read once per scrape), and the wall clock.
+type CleanerFamily = (Def, fn(&CleanerState, Option<&Cleanability>, i64) -> f64);
 
 /// Per-partition families of every partition log.
 const LOG_FAMILIES: &[LogFamily] = &[
@@ -108,7 +109,7 @@ const CLEANER_FAMILIES: &[CleanerFamily] = &[
             Kind::Counter,
             "Cleaning passes over the partition.",
         ),
-        |l, _, _| value_of(&l.cleaner_stats.passes),
+        |l, _, _| value_of(&l.stats.passes),
     ),
     (
         (
@@ -116,7 +117,7 @@ const CLEANER_FAMILIES: &[CleanerFamily] = &[
             Kind::Counter,
             "Cleaning passes that failed (the log was left as it was).",
         ),
-        |l, _, _| value_of(&l.cleaner_stats.errors),
+        |l, _, _| value_of(&l.stats.errors),
     ),
     (
         (
@@ -124,7 +125,7 @@ const CLEANER_FAMILIES: &[CleanerFamily] = &[
             Kind::Counter,
             "Bytes the cleaner read: the dirty section for its map, then every segment it rewrote.",
         ),
-        |l, _, _| value_of(&l.cleaner_stats.bytes_read),
+        |l, _, _| value_of(&l.stats.bytes_read),
     ),
     (
         (
@@ -132,7 +133,7 @@ const CLEANER_FAMILIES: &[CleanerFamily] = &[
             Kind::Counter,
             "Bytes of cleaned segments the cleaner wrote.",
         ),
-        |l, _, _| value_of(&l.cleaner_stats.bytes_written),
+        |l, _, _| value_of(&l.stats.bytes_written),
     ),
     (
         (
@@ -140,7 +141,7 @@ const CLEANER_FAMILIES: &[CleanerFamily] = &[
             Kind::Counter,
             "Records compaction removed (superseded values, expired tombstones).",
         ),
-        |l, _, _| value_of(&l.cleaner_stats.records_removed),
+        |l, _, _| value_of(&l.stats.records_removed),
     ),
     (
         (
@@ -148,7 +149,7 @@ const CLEANER_FAMILIES: &[CleanerFamily] = &[
             Kind::Counter,
             "Segments in the object store replaced by their cleaned version, or removed.",
         ),
-        |l, _, _| value_of(&l.cleaner_stats.remote_segments_replaced),
+        |l, _, _| value_of(&l.stats.remote_segments_replaced),
     ),
 ];
 
@@ -160,16 +161,18 @@ impl MetricSource for LogManager {
             .map(|(d, _)| Family::of(d))
             .collect();
         for t in self.topics() {
-            for log in t.logs() {
+            for hosted in t.hosted() {
+                let log = hosted.log();
                 let l = partition_labels(&t.name, log.partition());
                 for (f, (_, value)) in families.iter_mut().zip(LOG_FAMILIES) {
-                    f.samples.push((l.clone(), value(&log)));
+                    f.samples.push((l.clone(), value(log)));
                 }
                 if log.config().compacted {
                     let now = log.clock().now_ms();
-                    let c = log.cleanability(now);
+                    let c = log.cleanability(hosted.cleaner.tiered_part().as_deref(), now);
                     for (f, (_, value)) in cleaner.iter_mut().zip(CLEANER_FAMILIES) {
-                        f.samples.push((l.clone(), value(&log, c.as_ref(), now)));
+                        f.samples
+                            .push((l.clone(), value(&hosted.cleaner, c.as_ref(), now)));
                     }
                 }
             }

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::log::checkpoint::{self, Offsets};
+use crate::log::cleaner_state::CleanerState;
 use crate::log::group_commit::CommitLatencySink;
 use crate::log::partition_log::partition_dir_name;
 use crate::log::{LogError, PartitionLog, SharedConfig};
@@ -35,6 +36,7 @@ mod restore;
 mod tests;
 mod topic;
 
+use topic::Hosted;
 pub use topic::Topic;
 
 /// Where topic metadata lives in the data directory (no topic may take the name).
@@ -214,7 +216,7 @@ impl LogManager {
                     )
                     .map_err(partition_err)?
                 };
-                partitions.push(Partition::new(log));
+                partitions.push(Hosted::new(log));
             }
             topics.insert(
                 record.name.clone(),
@@ -463,7 +465,7 @@ impl LogManager {
         }
         let mut created = Vec::with_capacity(partitions as usize);
         for p in 0..partitions {
-            created.push(Partition::new(PartitionLog::create(
+            created.push(Hosted::new(PartitionLog::create(
                 &self.data_dir,
                 name,
                 p,
@@ -618,7 +620,7 @@ impl LogManager {
             .partitions
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .extend(new_logs.iter().cloned().map(Partition::new));
+            .extend(new_logs.iter().cloned().map(Hosted::new));
         topic
             .count
             .store(count, std::sync::atomic::Ordering::Release);
@@ -658,17 +660,20 @@ impl LogManager {
         Ok(())
     }
 
-    /// Logs the cleaner may take: a log that may have a part in the bucket
-    /// waits until that part is attached (a pass covers the whole log).
-    fn cleanable_logs(&self) -> Vec<Arc<PartitionLog>> {
+    /// Logs the cleaner may take, each with the cleaner's state for it: a
+    /// log that may have a part in the bucket waits until that part is
+    /// attached (a pass covers the whole log).
+    fn cleanable_logs(&self) -> Vec<(Arc<PartitionLog>, Arc<CleanerState>)> {
         let tiering = self.tiering.load(std::sync::atomic::Ordering::Acquire);
-        self.all_logs()
-            .into_iter()
-            .filter(|l| {
+        self.topics()
+            .iter()
+            .flat_map(|t| t.hosted())
+            .filter(|h| {
                 !tiering
-                    || strata_common::topic_name::is_internal(l.topic())
-                    || l.tiered_part().is_some()
+                    || strata_common::topic_name::is_internal(h.log().topic())
+                    || h.cleaner.tiered_part().is_some()
             })
+            .map(|h| (h.log().clone(), h.cleaner))
             .collect()
     }
 

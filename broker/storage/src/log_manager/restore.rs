@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
+use super::topic::Hosted;
 use super::{LogManager, RestoredPartition, Topic, TopicError};
 use crate::log::{PartitionLog, SharedConfig};
-use crate::partition::Partition;
 use strata_common::config::{self, TopicConfig};
 use strata_common::topic_name::validate_topic_name;
 
@@ -32,7 +32,7 @@ impl LogManager {
         let shared = SharedConfig::new(TopicConfig::resolve(&self.broker, &configs));
         let mut logs = Vec::with_capacity(partitions.len());
         for (p, r) in partitions.iter().enumerate() {
-            logs.push(Partition::new(PartitionLog::create_at(
+            logs.push(Hosted::new(PartitionLog::create_at(
                 &self.data_dir,
                 name,
                 p as i32,

@@ -7,8 +7,30 @@ use std::sync::{Arc, RwLock};
 
 use uuid::Uuid;
 
+use crate::log::cleaner_state::CleanerState;
 use crate::log::{PartitionLog, SharedConfig};
 use crate::partition::Partition;
+
+/// One partition this broker hosts: the partition (role, ISR, writes)
+/// over its log, and the cleaner's state for that log, which the cleaner
+/// keeps beside the log rather than in it.
+#[derive(Debug, Clone)]
+pub(super) struct Hosted {
+    pub(super) partition: Arc<Partition>,
+    pub(super) cleaner: Arc<CleanerState>,
+}
+
+impl Hosted {
+    pub(super) fn new(log: Arc<PartitionLog>) -> Hosted {
+        Hosted {
+            partition: Partition::new(log),
+            cleaner: Arc::default(),
+        }
+    }
+    pub(super) fn log(&self) -> &Arc<PartitionLog> {
+        self.partition.log()
+    }
+}
 
 /// A topic: its identity, configuration and partition logs.
 #[derive(Debug)]
@@ -19,7 +41,7 @@ pub struct Topic {
     pub(super) overrides: RwLock<BTreeMap<String, String>>,
     /// The partitions this broker hosts, by partition number (all of them
     /// on a single broker; in a cluster, its replicas).
-    pub(super) partitions: RwLock<Vec<Arc<Partition>>>,
+    pub(super) partitions: RwLock<Vec<Hosted>>,
     /// The topic's partition count in the cluster.
     pub(super) count: std::sync::atomic::AtomicI32,
     /// The topic came from (or was published to) a cluster's store: only
@@ -34,7 +56,7 @@ impl Topic {
         id: Uuid,
         config: Arc<SharedConfig>,
         overrides: BTreeMap<String, String>,
-        partitions: Vec<Arc<Partition>>,
+        partitions: Vec<Hosted>,
         count: i32,
         in_cluster: bool,
     ) -> Topic {
@@ -48,39 +70,48 @@ impl Topic {
             in_cluster: in_cluster.into(),
         }
     }
-    /// The partitions this broker hosts.
-    pub fn partitions(&self) -> Vec<Arc<Partition>> {
+    pub(super) fn hosted(&self) -> Vec<Hosted> {
         self.partitions
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
-    /// The logs of the partitions this broker hosts.
-    pub fn logs(&self) -> Vec<Arc<PartitionLog>> {
-        self.partitions
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|p| p.log().clone())
-            .collect()
-    }
-    /// Partition `p`, if this broker hosts it.
-    pub fn partition(&self, p: i32) -> Option<Arc<Partition>> {
+    fn find(&self, p: i32) -> Option<Hosted> {
         if p < 0 {
             return None;
         }
         let all = self.partitions.read().unwrap_or_else(|e| e.into_inner());
         match all.get(p as usize) {
-            Some(l) if l.partition() == p => Some(l.clone()),
+            Some(h) if h.partition.partition() == p => Some(h.clone()),
             _ => all
-                .binary_search_by_key(&p, |l| l.partition())
+                .binary_search_by_key(&p, |h| h.partition.partition())
                 .ok()
                 .map(|i| all[i].clone()),
         }
     }
+    /// The partitions this broker hosts.
+    pub fn partitions(&self) -> Vec<Arc<Partition>> {
+        self.hosted().into_iter().map(|h| h.partition).collect()
+    }
+    /// The logs of the partitions this broker hosts.
+    pub fn logs(&self) -> Vec<Arc<PartitionLog>> {
+        self.hosted().iter().map(|h| h.log().clone()).collect()
+    }
+    /// Partition `p`, if this broker hosts it.
+    pub fn partition(&self, p: i32) -> Option<Arc<Partition>> {
+        self.find(p).map(|h| h.partition)
+    }
     /// The log of partition `p`, if this broker hosts it.
     pub fn log(&self, p: i32) -> Option<Arc<PartitionLog>> {
-        self.partition(p).map(|p| p.log().clone())
+        self.find(p).map(|h| h.log().clone())
+    }
+    /// The partitions this broker hosts, each with the cleaner's state for
+    /// its log (where tiering attaches the bucket's part of it).
+    pub fn partitions_with_cleaners(&self) -> Vec<(Arc<Partition>, Arc<CleanerState>)> {
+        self.hosted()
+            .into_iter()
+            .map(|h| (h.partition, h.cleaner))
+            .collect()
     }
     /// The topic's partition count (hosted here or not).
     pub fn partition_count(&self) -> usize {
