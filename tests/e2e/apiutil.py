@@ -37,6 +37,9 @@ def strict(schema):
 
 class AdminApi:
     def __init__(self, broker, token: str | None = None):
+        # The admin API answers 503 until the broker is ready (a broker
+        # restarted by the test may still be loading its coordinators).
+        broker.wait_ready()
         self.base = f"http://127.0.0.1:{broker.http_port}"
         self.token = token
         self.session = requests.Session()

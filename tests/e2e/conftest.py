@@ -48,7 +48,8 @@ def _start(tmp_path_factory, label: str, settings: dict, extra_args: list[str] |
     b = Broker(data_dir=data_dir or base / "data", settings=settings, name=label,
                extra_args=extra_args, env=env, log_dir=base)
     try:
-        b.start()
+        # Started means ready: the admin API answers 503 until then.
+        b.start().wait_ready()
     except BrokerError as e:
         pytest.fail(f"could not start broker {label}: {e}", pytrace=False)
     return b

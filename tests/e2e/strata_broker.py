@@ -170,6 +170,32 @@ class Broker:
             f"broker did not accept connections on {self.bootstrap} within {self.READY_TIMEOUT}s\n"
             f"--- log tail ---\n{self.log_tail()}")
 
+    def wait_ready(self, timeout: float = 30.0) -> "Broker":
+        """Waits until `/readyz` answers 200. The Kafka listener accepts
+        (into its backlog) while the broker still loads its coordinators,
+        and until it is ready the admin API answers 503 (docs/admin-api.md):
+        what a test that talks to the admin API first must wait for."""
+        import urllib.error
+        import urllib.request
+        url = f"http://{self.host}:{self.http_port}/readyz"
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            if self.proc is None or self.proc.poll() is not None:
+                raise BrokerError(f"broker is not running\n--- log tail ---\n{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    if r.status == 200:
+                        return self
+                    last = r.status
+            except urllib.error.HTTPError as e:
+                last = f"{e.code} {e.read()[:200]!r}"
+            except OSError as e:
+                last = e
+            time.sleep(0.05)
+        raise BrokerError(f"/readyz did not answer 200 within {timeout}s (last: {last})\n"
+                          f"--- log tail ---\n{self.log_tail()}")
+
     def stop(self, timeout: float = 30.0) -> int:
         """SIGTERM and wait. Returns the exit code. If the broker does not
         exit in time it is SIGKILLed and BrokerError is raised."""
