@@ -15,10 +15,11 @@ pub enum CommitWait {
 }
 
 impl Partition {
-    /// [`crate::log::PartitionLog::wait_durable`] for an acks=all produce appended at leader
-    /// epoch `epoch`: gives up as soon as this broker no longer leads at
-    /// that epoch (the batch may have been truncated since; the client
-    /// retries at the new leader, idempotence makes that safe).
+    /// [`crate::log::PartitionLog::wait_durable`] for an acks=all produce
+    /// appended at leader epoch `epoch`: gives up as soon as this broker
+    /// no longer leads at that epoch (the batch may have been truncated
+    /// since; the client retries at the new leader, idempotence makes
+    /// that safe). The deadline runs on tokio's timers.
     pub async fn wait_committed(
         &self,
         end_offset: i64,

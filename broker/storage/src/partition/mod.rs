@@ -140,29 +140,19 @@ impl Partition {
     /// The leader's batches, copied while following the leadership at
     /// `epoch` (refused once it follows a newer one): the new log end.
     pub fn append_as_follower(&self, records: &[u8], epoch: i32) -> Result<i64, LogError> {
-        let _writing = self.writing();
-        self.check_follower_epoch(epoch)?;
-        self.log.append_as_follower(records)
+        self.follower_write(epoch, |log| log.append_as_follower(records))
     }
 
     /// Truncates a divergent tail at `offset`, following the leadership
     /// at `epoch`.
     pub fn truncate_to(&self, offset: i64, epoch: i32) -> Result<(), LogError> {
-        let _writing = self.writing();
-        self.check_follower_epoch(epoch)?;
-        self.log.truncate_to(offset)?;
-        self.after_truncation();
-        Ok(())
+        self.follower_truncation(epoch, |log| log.truncate_to(offset))
     }
 
     /// Empties the log to start at `offset`, following the leadership at
     /// `epoch`.
     pub fn truncate_fully_and_start_at(&self, offset: i64, epoch: i32) -> Result<(), LogError> {
-        let _writing = self.writing();
-        self.check_follower_epoch(epoch)?;
-        self.log.truncate_fully_and_start_at(offset)?;
-        self.after_truncation();
-        Ok(())
+        self.follower_truncation(epoch, |log| log.truncate_fully_and_start_at(offset))
     }
 
     /// Empties the log to start at the bucket's end `offset` (KIP-1023),
@@ -175,25 +165,43 @@ impl Partition {
         producer_snapshot: Option<&[u8]>,
         epoch: i32,
     ) -> Result<(), LogError> {
-        let _writing = self.writing();
-        self.check_follower_epoch(epoch)?;
-        self.log
-            .start_at_tiered_end(offset, last_epoch, producer_snapshot)?;
-        self.after_truncation();
-        Ok(())
+        self.follower_truncation(epoch, |log| {
+            log.start_at_tiered_end(offset, last_epoch, producer_snapshot)
+        })
     }
 
-    /// The log went back: the leader's high watermark this follower knows
-    /// goes no further than its end (the log lowered its own already).
-    fn after_truncation(&self) {
-        let end = self.log.log_end_offset();
-        if let Role::Follower {
-            leader_high_watermark,
-            ..
-        } = &mut self.replicas().role
-        {
-            *leader_high_watermark = (*leader_high_watermark).min(end);
-        }
+    /// A follower's write for the leadership at `epoch`, refused once the
+    /// partition follows a newer one or leads; role changes wait for it.
+    fn follower_write<T>(
+        &self,
+        epoch: i32,
+        write: impl FnOnce(&PartitionLog) -> Result<T, LogError>,
+    ) -> Result<T, LogError> {
+        let _writing = self.writing();
+        self.check_follower_epoch(epoch)?;
+        write(&self.log)
+    }
+
+    /// [`Self::follower_write`] that takes the log back: the leader's high
+    /// watermark this follower knows then goes no further than the log's
+    /// new end (the log lowered its own high watermark and bound already).
+    fn follower_truncation(
+        &self,
+        epoch: i32,
+        truncate: impl FnOnce(&PartitionLog) -> Result<(), LogError>,
+    ) -> Result<(), LogError> {
+        self.follower_write(epoch, |log| {
+            truncate(log)?;
+            let end = log.log_end_offset();
+            if let Role::Follower {
+                leader_high_watermark,
+                ..
+            } = &mut self.replicas().role
+            {
+                *leader_high_watermark = (*leader_high_watermark).min(end);
+            }
+            Ok(())
+        })
     }
 
     /// A follower of `epoch` whose fetch found nothing past its own log
