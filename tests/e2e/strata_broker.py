@@ -33,10 +33,51 @@ def check_binary() -> Path:
     return path
 
 
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+# Ports for the servers tests start come from below the kernel's
+# ephemeral range, so no client connection's local port can take one
+# between its choice and the server's bind (run 17 lost a whole worker's
+# shared broker to "Address already in use" on a port the kernel had
+# handed out, closed, and then given to another socket). Each
+# pytest-xdist worker has its own block, so two workers never choose the
+# same port; within a block ports go round in turn, and one a bind finds
+# in use (a server still running) is skipped.
+_PORT_BLOCK = 1500
+_PORT_BASE = 10000
+_next_port: int | None = None
+
+
+def _port_block() -> tuple[int, int]:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    index = int(worker[2:]) + 1 if worker.startswith("gw") and worker[2:].isdigit() else 0
+    slots = max(1, (_ephemeral_low() - _PORT_BASE) // _PORT_BLOCK)
+    start = _PORT_BASE + (index % slots) * _PORT_BLOCK
+    return start, start + _PORT_BLOCK
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    global _next_port
+    start, end = _port_block()
+    if _next_port is None or not start <= _next_port < end:
+        # Where in the block this process starts: another process of the
+        # same worker slot (a later phase) starts elsewhere.
+        _next_port = start + (os.getpid() % _PORT_BLOCK)
+    for _ in range(end - start):
+        port = _next_port
+        _next_port = start + (_next_port + 1 - start) % (end - start)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise BrokerError(f"no free port in {start}..{end}")
 
 
 def port_accepts(host: str, port: int, timeout: float = 0.5) -> bool:

@@ -87,8 +87,9 @@ def wait_for(what, f, timeout=20.0):
 
 
 def metric_values(b) -> dict[str, float]:
-    """Unlabelled samples of the broker's /metrics."""
+    """Unlabelled samples of the broker's /metrics (once it is ready)."""
     import urllib.request
+    b.wait_ready()
     with urllib.request.urlopen(f"http://127.0.0.1:{b.http_port}/metrics", timeout=10) as r:
         text = r.read().decode()
     out = {}

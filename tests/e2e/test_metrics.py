@@ -33,6 +33,7 @@ def get(b: Broker, path: str) -> tuple[int, str, str]:
 
 
 def families(b: Broker) -> dict:
+    b.wait_ready()  # /metrics answers 503 until the broker is ready
     status, ctype, text = get(b, "/metrics")
     assert status == 200, text
     assert ctype.startswith("text/plain; version=0.0.4"), ctype

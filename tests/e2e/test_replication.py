@@ -71,8 +71,10 @@ def all_copies_equal(bs, topic, count):
 
 
 def labelled(b, name: str, topic: str) -> dict[str, float]:
-    """`name`'s samples for `topic` on broker `b`: {label text: value}."""
+    """`name`'s samples for `topic` on broker `b`: {label text: value}
+    (once it is ready: /metrics answers 503 before)."""
     import urllib.request
+    b.wait_ready()
     with urllib.request.urlopen(f"http://127.0.0.1:{b.http_port}/metrics", timeout=10) as r:
         text = r.read().decode()
     out = {}

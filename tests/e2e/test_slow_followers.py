@@ -41,7 +41,9 @@ def start(broker_factory, etcd, prefix, node):
 
 
 def labelled(b, name):
-    """Samples of `name` on broker b: {labels: value}."""
+    """Samples of `name` on broker b: {labels: value} (once it is ready:
+    /metrics answers 503 before)."""
+    b.wait_ready()
     with urllib.request.urlopen(f"http://127.0.0.1:{b.http_port}/metrics", timeout=10) as r:
         text = r.read().decode()
     out = {}

@@ -447,6 +447,7 @@ _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
 def scrape(b) -> list[tuple[str, dict, float]]:
+    b.wait_ready()  # /metrics answers 503 until the broker is ready (a restart)
     req = urllib.request.Request(f"http://{b.host}:{b.http_port}/metrics")
     token = b.env.get("STRATA_HTTP_TOKEN")  # /metrics needs the API's token when it has one
     if token:
