@@ -60,7 +60,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -76,7 +75,7 @@ sys.path.insert(0, str(E2E))
 import kutil  # noqa: E402
 from confluent_kafka.admin import NewTopic  # noqa: E402
 from etcdutil import EtcdCluster  # noqa: E402
-from strata_broker import Broker, port_accepts  # noqa: E402
+from strata_broker import Broker, free_port, port_accepts  # noqa: E402
 
 
 def quantile(xs, q):
@@ -260,12 +259,6 @@ def copies(c: Cluster, topic: str) -> dict:
                 follow += size
     return {"leader_bytes": lead, "follower_bytes": follow,
             "follower_bytes_per_produced_byte": follow / lead if lead else None}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def replaced_broker(args, base: Path) -> dict:

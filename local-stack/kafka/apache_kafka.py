@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -109,7 +110,13 @@ class KafkaCluster:
 
     def __init__(self, nodes: int = 1, base_dir: str | os.PathLike | None = None,
                  version: str = DEFAULT_VERSION, settings: dict | None = None,
-                 ports: list[int] | None = None, heap: str | None = None):
+                 ports: list[int] | None = None, heap: str | None = None,
+                 port_source: Callable[[], int] | None = None):
+        # `port_source` chooses the listener and controller ports not given
+        # in `ports`. The default asks the kernel for a free one, which can
+        # hand another socket the same port before the JVM binds it; a test
+        # harness passes its own allocator (tests/e2e/strata_broker.free_port
+        # takes ports from below the ephemeral range).
         if nodes < 1:
             raise ValueError("nodes must be >= 1")
         self.version = version
@@ -122,8 +129,9 @@ class KafkaCluster:
         self.settings = dict(settings or {})
         self.heap = heap
         ports = list(ports or [])
-        self.nodes = [KafkaNode(i + 1, self.base, ports[i] if i < len(ports) else _free_port(),
-                                _free_port()) for i in range(nodes)]
+        port = port_source or _free_port
+        self.nodes = [KafkaNode(i + 1, self.base, ports[i] if i < len(ports) else port(),
+                                port()) for i in range(nodes)]
         self.cluster_id = _kafka_uuid()
 
     # -- layout ------------------------------------------------------------

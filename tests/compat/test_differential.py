@@ -75,7 +75,7 @@ def _warm_up(bootstrap: str, name: str) -> None:
 @pytest.fixture(scope="module")
 def brokers(tmp_path_factory):
     from apache_kafka import KafkaCluster
-    from strata_broker import Broker, BrokerError, check_binary
+    from strata_broker import Broker, BrokerError, check_binary, free_port
     strata = None
     if not SELF_CHECK:
         try:
@@ -85,7 +85,7 @@ def brokers(tmp_path_factory):
         base = tmp_path_factory.mktemp("differential")
         strata = Broker(data_dir=base / "data", settings=STRATA_SETTINGS, name="strata", log_dir=base)
         strata.spawn()  # ready-checked below, while Kafka starts
-    kafka = KafkaCluster(nodes=1, settings=KAFKA_SETTINGS)
+    kafka = KafkaCluster(nodes=1, settings=KAFKA_SETTINGS, port_source=free_port)
     errors = []
     try:
         kafka.start()

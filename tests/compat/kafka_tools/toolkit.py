@@ -294,8 +294,9 @@ class KafkaTarget:
     kind = "kafka"
 
     def __init__(self, base: Path, settings: dict, nodes: int = 1):
+        from strata_broker import free_port
         self.k = apache_kafka.KafkaCluster(nodes=nodes, base_dir=base, settings=settings,
-                                           heap="-Xmx512M -Xms512M")
+                                           heap="-Xmx512M -Xms512M", port_source=free_port)
         self.k.start()
 
     @property
