@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CRATES = ["broker", "broker/common", "broker/storage", "broker/cluster", "broker/coordinators",
-          "broker/protocol",
+          "broker/protocol", "broker/security",
           "broker/cli", "catalog", "catalog/format", "tiering",
           "prefetch", "local-stack"]
 # The top-level modules a crate re-exports from a lower crate, by that
@@ -232,6 +232,9 @@ CRATE_DEPS = [
      "the history reader's engine uses the catalog only"),
     ("broker/protocol", [],
      "what the broker and its clients share about the protocol holds no broker state"),
+    ("broker/security", [],
+     "principals, ACLs and the authorizer are pure: the cluster stores bindings and the"
+     " server asks, both from above"),
     ("broker/cli", ["strata-protocol"],
      "the CLI is a Kafka client: the codec, strata-protocol and the admin API over HTTP,"
      " never the broker's state"),

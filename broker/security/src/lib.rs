@@ -1,0 +1,18 @@
+//! `strata-security`: who a Kafka client is and what it may do.
+//!
+//! - `principal`: Kafka's principal (`User:alice`), as ACLs name it.
+//! - `acl`: resource patterns, access control entries, bindings and the
+//!   filters DescribeAcls and DeleteAcls match with, with Kafka's wire
+//!   codes and the rules a new binding must meet.
+//! - `authorizer`: Kafka's `StandardAuthorizer` decision over a set of
+//!   bindings (DENY wins, implied operations, prefixed patterns, the
+//!   literal wildcard, `super.users`, `allow.everyone.if.no.acl.found`),
+//!   and the KIP-430 authorized-operations bit fields.
+//!
+//! The crate does no I/O and knows no other workspace crate: where the
+//! bindings are stored (the cluster store) and which check each Kafka API
+//! makes (the server) are above it.
+
+pub mod acl;
+pub mod authorizer;
+pub mod principal;
