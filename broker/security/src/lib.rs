@@ -8,6 +8,8 @@
 //!   bindings (DENY wins, implied operations, prefixed patterns, the
 //!   literal wildcard, `super.users`, `allow.everyone.if.no.acl.found`),
 //!   and the KIP-430 authorized-operations bit fields.
+//! - `scram`: SCRAM-SHA-256/512 credentials and the server side of an
+//!   exchange (RFC 5802), bytes in and bytes out.
 //!
 //! The crate does no I/O and knows no other workspace crate: where the
 //! bindings are stored (the cluster store) and which check each Kafka API
@@ -16,3 +18,4 @@
 pub mod acl;
 pub mod authorizer;
 pub mod principal;
+pub mod scram;
