@@ -8,6 +8,8 @@
 //!   bindings (DENY wins, implied operations, prefixed patterns, the
 //!   literal wildcard, `super.users`, `allow.everyone.if.no.acl.found`),
 //!   and the KIP-430 authorized-operations bit fields.
+//! - `jaas`: Kafka's `sasl.jaas.config` value (one login module).
+//! - `plain`: SASL/PLAIN against a `PlainLoginModule` line's users.
 //! - `scram`: SCRAM-SHA-256/512 credentials and the server side of an
 //!   exchange (RFC 5802), bytes in and bytes out.
 //!
@@ -17,5 +19,7 @@
 
 pub mod acl;
 pub mod authorizer;
+pub mod jaas;
+pub mod plain;
 pub mod principal;
 pub mod scram;
