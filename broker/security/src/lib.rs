@@ -10,6 +10,8 @@
 //!   and the KIP-430 authorized-operations bit fields.
 //! - `jaas`: Kafka's `sasl.jaas.config` value (one login module).
 //! - `plain`: SASL/PLAIN against a `PlainLoginModule` line's users.
+//! - `principal_mapping`: `ssl.principal.mapping.rules`, a certificate's
+//!   DN to a principal name.
 //! - `quota`: client quotas: Kafka's eight levels, who shares a rate,
 //!   rates over windows and the throttle time (time handed in).
 //! - `scram`: SCRAM-SHA-256/512 credentials and the server side of an
@@ -24,5 +26,6 @@ pub mod authorizer;
 pub mod jaas;
 pub mod plain;
 pub mod principal;
+pub mod principal_mapping;
 pub mod quota;
 pub mod scram;
