@@ -8,6 +8,8 @@
 //!   bindings (DENY wins, implied operations, prefixed patterns, the
 //!   literal wildcard, `super.users`, `allow.everyone.if.no.acl.found`),
 //!   and the KIP-430 authorized-operations bit fields.
+//! - `dn`: a certificate's subject as Java prints it (what the mapping
+//!   rules match).
 //! - `jaas`: Kafka's `sasl.jaas.config` value (one login module).
 //! - `plain`: SASL/PLAIN against a `PlainLoginModule` line's users.
 //! - `principal_mapping`: `ssl.principal.mapping.rules`, a certificate's
@@ -23,6 +25,7 @@
 
 pub mod acl;
 pub mod authorizer;
+pub mod dn;
 pub mod jaas;
 pub mod plain;
 pub mod principal;
