@@ -16,6 +16,9 @@
 //!   DN to a principal name.
 //! - `quota`: client quotas: Kafka's eight levels, who shares a rate,
 //!   rates over windows and the throttle time (time handed in).
+//! - `sasl`: a connection's SASL authentication, Kafka's
+//!   `SaslServerAuthenticator` states without I/O (handshake v0 and v1,
+//!   SaslAuthenticate, KIP-368 sessions and re-authentication).
 //! - `scram`: SCRAM-SHA-256/512 credentials and the server side of an
 //!   exchange (RFC 5802), bytes in and bytes out.
 //!
@@ -31,4 +34,5 @@ pub mod plain;
 pub mod principal;
 pub mod principal_mapping;
 pub mod quota;
+pub mod sasl;
 pub mod scram;

@@ -554,5 +554,40 @@ fn printable(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| (0x21..=0x7e).contains(&b) && b != b',')
 }
 
+/// What a client sends as its final message (RFC 5802, section 3), for
+/// the tests of this crate.
+#[cfg(test)]
+pub(crate) fn test_client_final(
+    m: ScramMechanism,
+    password: &str,
+    server_first: &str,
+    first_bare: &str,
+    binding: &str,
+) -> String {
+    let mut parts = server_first.split(',');
+    let nonce = parts
+        .next()
+        .and_then(|r| r.strip_prefix("r="))
+        .unwrap_or_default();
+    let salt = parts
+        .next()
+        .and_then(|s| s.strip_prefix("s="))
+        .and_then(|s| B64.decode(s).ok())
+        .unwrap_or_default();
+    let iterations = parts
+        .next()
+        .and_then(|i| i.strip_prefix("i="))
+        .and_then(|i| i.parse().ok())
+        .unwrap_or(4096);
+    let without_proof = format!("c={},r={nonce}", B64.encode(binding));
+    let salted = salted_password(m, password.as_bytes(), &salt, iterations);
+    let client_key = m.mac(&salted, b"Client Key");
+    let stored_key = m.hash(&client_key);
+    let auth = format!("{first_bare},{server_first},{without_proof}");
+    let sig = m.mac(&stored_key, auth.as_bytes());
+    let proof: Vec<u8> = client_key.iter().zip(&sig).map(|(a, b)| a ^ b).collect();
+    format!("{without_proof},p={}", B64.encode(proof))
+}
+
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,484 @@
+//! The authenticator's states as Kafka's `SaslServerAuthenticator` has
+//! them, and the test the project owes SCRAM: a client that ignores every
+//! refusal is never served.
+
+use std::collections::HashMap;
+
+use super::*;
+use crate::jaas::{JaasConfig, PLAIN_LOGIN_MODULE};
+use crate::scram::test_client_final;
+
+struct Store(HashMap<(String, ScramMechanism), ScramCredential>);
+
+impl ScramCredentials for Store {
+    fn scram_credential(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential> {
+        self.0.get(&(user.to_string(), mechanism)).cloned()
+    }
+}
+
+const SHA256: SaslMechanism = SaslMechanism::Scram(ScramMechanism::Sha256);
+const SHA512: SaslMechanism = SaslMechanism::Scram(ScramMechanism::Sha512);
+
+fn authenticator(mechanisms: &[SaslMechanism], max_reauth_ms: Option<i64>) -> SaslAuthenticator {
+    let jaas = JaasConfig::parse(&format!(
+        r#"{PLAIN_LOGIN_MODULE} required user_alice="alice-pw" user_bob="bob-pw";"#
+    ))
+    .expect("valid");
+    let mut creds = HashMap::new();
+    for m in ScramMechanism::ALL {
+        for (user, pw) in [("alice", "alice-pw"), ("bob", "bob-pw")] {
+            creds.insert(
+                (user.to_string(), *m),
+                ScramCredential::generate(*m, pw, 4096).expect("valid"),
+            );
+        }
+    }
+    let config = SaslServerConfig {
+        mechanisms: mechanisms.to_vec(),
+        plain: PlainUsers::from_jaas(&jaas).expect("PLAIN"),
+        max_reauth_ms,
+        decoy_key: [3; 32],
+    };
+    SaslAuthenticator::new(Arc::new(config), Arc::new(Store(creds)))
+}
+
+fn ok_bytes(reply: Reply) -> Vec<u8> {
+    match reply {
+        Reply::Respond {
+            response:
+                SaslResponse::Authenticate {
+                    error_code: 0,
+                    auth_bytes,
+                    ..
+                },
+            close: false,
+        } => auth_bytes,
+        other => panic!("expected a successful SaslAuthenticate answer, got {other:?}"),
+    }
+}
+
+fn handshake(a: &mut SaslAuthenticator, version: i16, m: &str, now: i64) -> Reply {
+    a.on_request(
+        Request::SaslHandshake {
+            version,
+            mechanism: m,
+        },
+        now,
+    )
+}
+
+/// A whole SCRAM exchange over SaslAuthenticate; the last reply.
+fn scram(
+    a: &mut SaslAuthenticator,
+    m: ScramMechanism,
+    user: &str,
+    password: &str,
+    now: i64,
+) -> Reply {
+    let bare = format!("n={user},r=fixedclientnonce");
+    let first = a.on_request(
+        Request::SaslAuthenticate {
+            auth_bytes: format!("n,,{bare}").as_bytes(),
+        },
+        now,
+    );
+    let first = String::from_utf8(ok_bytes(first)).expect("UTF-8");
+    let fin = test_client_final(m, password, &first, &bare, "n,,");
+    a.on_request(
+        Request::SaslAuthenticate {
+            auth_bytes: fin.as_bytes(),
+        },
+        now,
+    )
+}
+
+#[test]
+fn a_scram_exchange_then_service() {
+    for m in ScramMechanism::ALL.iter().copied() {
+        let mut a = authenticator(&[SaslMechanism::Plain, SHA256, SHA512], None);
+        assert_eq!(a.on_request(Request::ApiVersions, 0), Reply::Serve);
+        assert_eq!(
+            handshake(&mut a, 1, m.name(), 0),
+            Reply::Respond {
+                response: SaslResponse::Handshake {
+                    error_code: 0,
+                    mechanisms: vec![
+                        "PLAIN".into(),
+                        "SCRAM-SHA-256".into(),
+                        "SCRAM-SHA-512".into()
+                    ]
+                },
+                close: false
+            }
+        );
+        assert!(!a.is_authenticated());
+        let last = ok_bytes(scram(&mut a, m, "alice", "alice-pw", 0));
+        assert!(last.starts_with(b"v="));
+        assert!(a.is_authenticated());
+        assert_eq!(
+            a.principal().map(ToString::to_string).as_deref(),
+            Some("User:alice")
+        );
+        assert_eq!(a.on_request(Request::Other { api_key: 3 }, 1), Reply::Serve);
+    }
+}
+
+/// A client that ignores every refusal and goes on to Metadata,
+/// CreateTopics and Produce is never served: wrong password, unknown user,
+/// and the right password with the wrong mechanism's credential.
+#[test]
+fn a_refused_client_is_never_served() {
+    for m in ScramMechanism::ALL.iter().copied() {
+        for (user, password) in [
+            ("alice", "wrong"),
+            ("mallory", "alice-pw"),
+            ("alice", "bob-pw"),
+        ] {
+            let mut a = authenticator(&[SHA256, SHA512], None);
+            handshake(&mut a, 1, m.name(), 0);
+            let reply = scram(&mut a, m, user, password, 0);
+            let Reply::Respond {
+                response:
+                    SaslResponse::Authenticate {
+                        error_code,
+                        error_message,
+                        auth_bytes,
+                        ..
+                    },
+                close,
+            } = reply
+            else {
+                panic!("{reply:?}")
+            };
+            assert_eq!(error_code, SASL_AUTHENTICATION_FAILED);
+            assert!(close);
+            assert!(auth_bytes.is_empty(), "no server token on failure");
+            assert_eq!(
+                error_message.as_deref(),
+                Some(format!("Authentication failed during authentication due to invalid credentials with SASL mechanism {}", m.name()).as_str())
+            );
+            for api_key in [3, 19, 0] {
+                assert!(
+                    matches!(
+                        a.on_request(Request::Other { api_key }, 0),
+                        Reply::Close { .. }
+                    ),
+                    "{user} api {api_key}"
+                );
+            }
+            assert!(!a.is_authenticated() && a.principal().is_none());
+        }
+    }
+}
+
+#[test]
+fn before_the_handshake_only_api_versions_once() {
+    let mut a = authenticator(&[SaslMechanism::Plain], None);
+    assert_eq!(
+        a.on_request(Request::Other { api_key: 3 }, 0),
+        Reply::Close { delayed: false }
+    );
+    let mut a = authenticator(&[SaslMechanism::Plain], None);
+    assert_eq!(a.on_request(Request::ApiVersions, 0), Reply::Serve);
+    assert_eq!(
+        a.on_request(Request::ApiVersions, 0),
+        Reply::Close { delayed: false }
+    );
+    let mut a = authenticator(&[SaslMechanism::Plain], None);
+    assert!(matches!(
+        handshake(&mut a, 1, "PLAIN", 0),
+        Reply::Respond { close: false, .. }
+    ));
+    // A handshake may come first, without ApiVersions (old clients).
+    assert_eq!(
+        ok_bytes(a.on_request(
+            Request::SaslAuthenticate {
+                auth_bytes: b"\0alice\0alice-pw"
+            },
+            0
+        )),
+        b""
+    );
+    assert!(a.is_authenticated());
+}
+
+#[test]
+fn unknown_or_disabled_mechanisms_are_refused_with_the_list() {
+    for name in ["GSSAPI", "SCRAM-SHA-256", "plain"] {
+        let mut a = authenticator(&[SaslMechanism::Plain, SHA512], None);
+        assert_eq!(
+            handshake(&mut a, 1, name, 0),
+            Reply::Respond {
+                response: SaslResponse::Handshake {
+                    error_code: UNSUPPORTED_SASL_MECHANISM,
+                    mechanisms: vec!["PLAIN".into(), "SCRAM-SHA-512".into()]
+                },
+                close: true
+            },
+            "{name}"
+        );
+        assert!(matches!(
+            a.on_request(Request::Other { api_key: 3 }, 0),
+            Reply::Close { .. }
+        ));
+    }
+}
+
+#[test]
+fn another_request_during_the_exchange_is_an_illegal_state() {
+    let mut a = authenticator(&[SHA256], None);
+    handshake(&mut a, 1, "SCRAM-SHA-256", 0);
+    assert_eq!(
+        a.on_request(Request::Other { api_key: 3 }, 0),
+        Reply::Respond {
+            response: SaslResponse::Error {
+                error_code: ILLEGAL_SASL_STATE
+            },
+            close: true
+        }
+    );
+    assert_eq!(
+        a.on_request(
+            Request::SaslAuthenticate {
+                auth_bytes: b"n,,n=alice,r=x"
+            },
+            0
+        ),
+        Reply::Close { delayed: false }
+    );
+}
+
+#[test]
+fn plain_refusals_use_kafkas_sentences() {
+    let mut a = authenticator(&[SaslMechanism::Plain], None);
+    handshake(&mut a, 1, "PLAIN", 0);
+    let reply = a.on_request(
+        Request::SaslAuthenticate {
+            auth_bytes: b"bob\0alice\0alice-pw",
+        },
+        0,
+    );
+    assert_eq!(
+        reply,
+        Reply::Respond {
+            response: SaslResponse::Authenticate {
+                error_code: SASL_AUTHENTICATION_FAILED,
+                error_message: Some(
+                    "Authentication failed: Client requested an authorization id that is different from username".into()
+                ),
+                auth_bytes: vec![],
+                session_lifetime_ms: 0
+            },
+            close: true
+        }
+    );
+}
+
+#[test]
+fn version_0_carries_raw_tokens() {
+    let mut a = authenticator(&[SaslMechanism::Plain, SHA256], None);
+    handshake(&mut a, 0, "PLAIN", 0);
+    assert!(a.expects_raw_token());
+    assert_eq!(
+        a.on_raw_token(b"\0alice\0alice-pw", 0),
+        Reply::Respond {
+            response: SaslResponse::RawToken(vec![]),
+            close: false
+        }
+    );
+    assert!(a.is_authenticated() && !a.expects_raw_token());
+
+    let mut a = authenticator(&[SaslMechanism::Plain], None);
+    handshake(&mut a, 0, "PLAIN", 0);
+    assert_eq!(
+        a.on_raw_token(b"\0alice\0nope", 0),
+        Reply::Close { delayed: true }
+    );
+    assert!(!a.is_authenticated());
+
+    // SCRAM over raw tokens.
+    let mut a = authenticator(&[SHA256], None);
+    handshake(&mut a, 0, "SCRAM-SHA-256", 0);
+    let bare = "n=bob,r=abc";
+    let Reply::Respond {
+        response: SaslResponse::RawToken(first),
+        close: false,
+    } = a.on_raw_token(format!("n,,{bare}").as_bytes(), 0)
+    else {
+        panic!("server-first")
+    };
+    let first = String::from_utf8(first).expect("UTF-8");
+    let fin = test_client_final(ScramMechanism::Sha256, "bob-pw", &first, bare, "n,,");
+    assert!(matches!(
+        a.on_raw_token(fin.as_bytes(), 0),
+        Reply::Respond {
+            response: SaslResponse::RawToken(_),
+            close: false
+        }
+    ));
+    assert_eq!(a.principal().map(|p| p.name()), Some("bob"));
+    // A raw token when none is expected closes.
+    assert!(matches!(a.on_raw_token(b"x", 0), Reply::Close { .. }));
+}
+
+#[test]
+fn without_reauthentication_sasl_requests_after_success_are_illegal_and_harmless() {
+    let mut a = authenticator(&[SaslMechanism::Plain], None);
+    handshake(&mut a, 1, "PLAIN", 0);
+    let Reply::Respond {
+        response:
+            SaslResponse::Authenticate {
+                session_lifetime_ms,
+                ..
+            },
+        ..
+    } = a.on_request(
+        Request::SaslAuthenticate {
+            auth_bytes: b"\0alice\0alice-pw",
+        },
+        0,
+    )
+    else {
+        panic!()
+    };
+    assert_eq!(session_lifetime_ms, 0);
+    assert!(matches!(
+        handshake(&mut a, 1, "PLAIN", 5_000),
+        Reply::Respond {
+            response: SaslResponse::Handshake {
+                error_code: ILLEGAL_SASL_STATE,
+                ..
+            },
+            close: false
+        }
+    ));
+    assert!(matches!(
+        a.on_request(Request::SaslAuthenticate { auth_bytes: b"" }, 5_000),
+        Reply::Respond {
+            response: SaslResponse::Authenticate {
+                error_code: ILLEGAL_SASL_STATE,
+                ..
+            },
+            close: false
+        }
+    ));
+    assert_eq!(
+        a.on_request(Request::Other { api_key: 0 }, i64::MAX / 2),
+        Reply::Serve,
+        "a session without an end never ends"
+    );
+}
+
+#[test]
+fn sessions_end_and_re_authenticate() {
+    let plain = |a: &mut SaslAuthenticator, who: &[u8], now| {
+        a.on_request(Request::SaslAuthenticate { auth_bytes: who }, now)
+    };
+    let mut a = authenticator(&[SaslMechanism::Plain, SHA256], Some(10_000));
+    handshake(&mut a, 1, "PLAIN", 0);
+    let Reply::Respond {
+        response:
+            SaslResponse::Authenticate {
+                session_lifetime_ms,
+                ..
+            },
+        ..
+    } = plain(&mut a, b"\0alice\0alice-pw", 100)
+    else {
+        panic!()
+    };
+    assert_eq!(session_lifetime_ms, 10_000);
+    assert_eq!(a.session_expires_at_ms(), Some(10_100));
+    assert_eq!(
+        a.on_request(Request::Other { api_key: 0 }, 10_100),
+        Reply::Serve
+    );
+    // Within a second of the last authentication: no re-authentication.
+    assert!(matches!(
+        handshake(&mut a, 1, "PLAIN", 900),
+        Reply::Respond {
+            response: SaslResponse::Handshake {
+                error_code: ILLEGAL_SASL_STATE,
+                ..
+            },
+            close: false
+        }
+    ));
+    // Re-authenticate, same mechanism and principal: the session renews.
+    assert!(matches!(
+        handshake(&mut a, 1, "PLAIN", 9_000),
+        Reply::Respond { close: false, .. }
+    ));
+    ok_bytes(plain(&mut a, b"\0alice\0alice-pw", 9_000));
+    assert_eq!(a.session_expires_at_ms(), Some(19_000));
+    assert_eq!(
+        a.on_request(Request::Other { api_key: 0 }, 15_000),
+        Reply::Serve
+    );
+    // Past the end, a request closes the connection without an answer.
+    assert_eq!(
+        a.on_request(Request::Other { api_key: 0 }, 19_001),
+        Reply::Close { delayed: false }
+    );
+
+    // Another principal: refused.
+    let mut a = authenticator(&[SaslMechanism::Plain], Some(10_000));
+    handshake(&mut a, 1, "PLAIN", 0);
+    ok_bytes(plain(&mut a, b"\0alice\0alice-pw", 0));
+    handshake(&mut a, 1, "PLAIN", 2_000);
+    let Reply::Respond {
+        response:
+            SaslResponse::Authenticate {
+                error_code,
+                error_message,
+                ..
+            },
+        close: true,
+    } = plain(&mut a, b"\0bob\0bob-pw", 2_000)
+    else {
+        panic!()
+    };
+    assert_eq!(error_code, SASL_AUTHENTICATION_FAILED);
+    assert!(error_message.is_some_and(|m| m.contains("Cannot change principals")));
+    assert!(matches!(
+        a.on_request(Request::Other { api_key: 0 }, 2_001),
+        Reply::Close { .. }
+    ));
+
+    // Another mechanism: refused at its first token.
+    let mut a = authenticator(&[SaslMechanism::Plain, SHA256], Some(10_000));
+    handshake(&mut a, 1, "PLAIN", 0);
+    ok_bytes(plain(&mut a, b"\0alice\0alice-pw", 0));
+    assert!(matches!(
+        handshake(&mut a, 1, "SCRAM-SHA-256", 2_000),
+        Reply::Respond { close: false, .. }
+    ));
+    let Reply::Respond {
+        response:
+            SaslResponse::Authenticate {
+                error_code,
+                error_message,
+                ..
+            },
+        close: true,
+    } = plain(&mut a, b"n,,n=alice,r=x", 2_000)
+    else {
+        panic!()
+    };
+    assert_eq!(error_code, SASL_AUTHENTICATION_FAILED);
+    assert!(error_message.is_some_and(|m| m.contains("not supported for re-authentication")));
+
+    // An expired session may still re-authenticate (that is what ends it well).
+    let mut a = authenticator(&[SaslMechanism::Plain], Some(1_000));
+    handshake(&mut a, 1, "PLAIN", 0);
+    ok_bytes(plain(&mut a, b"\0alice\0alice-pw", 0));
+    assert!(matches!(
+        handshake(&mut a, 1, "PLAIN", 5_000),
+        Reply::Respond { close: false, .. }
+    ));
+    ok_bytes(plain(&mut a, b"\0alice\0alice-pw", 5_000));
+    assert_eq!(
+        a.on_request(Request::Other { api_key: 0 }, 5_500),
+        Reply::Serve
+    );
+}
