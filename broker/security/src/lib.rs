@@ -11,6 +11,8 @@
 //! - `dn`: a certificate's subject as Java prints it (what the mapping
 //!   rules match).
 //! - `jaas`: Kafka's `sasl.jaas.config` value (one login module).
+//! - `oauthbearer`: OAUTHBEARER's client message and JWT validation
+//!   against a JSON Web Key Set (KIP-768's broker-side checks).
 //! - `plain`: SASL/PLAIN against a `PlainLoginModule` line's users.
 //! - `principal_mapping`: `ssl.principal.mapping.rules`, a certificate's
 //!   DN to a principal name.
@@ -30,6 +32,7 @@ pub mod acl;
 pub mod authorizer;
 pub mod dn;
 pub mod jaas;
+pub mod oauthbearer;
 pub mod plain;
 pub mod principal;
 pub mod principal_mapping;

@@ -23,6 +23,10 @@
 
 use std::sync::Arc;
 
+use crate::oauthbearer::{
+    validate_jwt, ClientInitialResponse, JwtRules, KeySet, TokenError, ValidToken,
+    INVALID_TOKEN_JSON,
+};
 use crate::plain::PlainUsers;
 use crate::principal::KafkaPrincipal;
 use crate::scram::{ScramCredential, ScramMechanism, ScramServer, ScramStep};
@@ -34,6 +38,10 @@ pub const ILLEGAL_SASL_STATE: i16 = 34;
 /// SASL_AUTHENTICATION_FAILED.
 pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
 
+/// What a client is told when its OAUTHBEARER message cannot be read.
+const GENERIC_OAUTH: &str = "Authentication failed during authentication due to invalid \
+                             credentials with SASL mechanism OAUTHBEARER";
+
 /// The least time between two re-authentications of one connection.
 pub const MIN_REAUTH_INTERVAL_MS: i64 = 1000;
 
@@ -42,6 +50,7 @@ pub const MIN_REAUTH_INTERVAL_MS: i64 = 1000;
 pub enum SaslMechanism {
     Plain,
     Scram(ScramMechanism),
+    OAuthBearer,
 }
 
 impl SaslMechanism {
@@ -49,12 +58,14 @@ impl SaslMechanism {
         SaslMechanism::Plain,
         SaslMechanism::Scram(ScramMechanism::Sha256),
         SaslMechanism::Scram(ScramMechanism::Sha512),
+        SaslMechanism::OAuthBearer,
     ];
 
     pub fn name(self) -> &'static str {
         match self {
             SaslMechanism::Plain => "PLAIN",
             SaslMechanism::Scram(m) => m.name(),
+            SaslMechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 
@@ -68,6 +79,24 @@ pub trait ScramCredentials: Send + Sync {
     fn scram_credential(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential>;
 }
 
+/// Checks an OAUTHBEARER token (the server keeps the key set fresh).
+pub trait TokenValidator: Send + Sync + std::fmt::Debug {
+    fn validate(&self, token: &str, now_ms: i64) -> Result<ValidToken, TokenError>;
+}
+
+/// A token validator over one key set.
+#[derive(Debug)]
+pub struct JwtValidator {
+    pub keys: KeySet,
+    pub rules: JwtRules,
+}
+
+impl TokenValidator for JwtValidator {
+    fn validate(&self, token: &str, now_ms: i64) -> Result<ValidToken, TokenError> {
+        validate_jwt(token, &self.keys, &self.rules, now_ms)
+    }
+}
+
 /// A listener's SASL settings.
 #[derive(Debug, Clone)]
 pub struct SaslServerConfig {
@@ -79,6 +108,8 @@ pub struct SaslServerConfig {
     pub max_reauth_ms: Option<i64>,
     /// The broker's secret for SCRAM decoys (`scram::random_key`).
     pub decoy_key: [u8; 32],
+    /// OAUTHBEARER's token check (OAUTHBEARER is refused without one).
+    pub oauth: Option<Arc<dyn TokenValidator>>,
 }
 
 /// A request as the authenticator needs to see it.
@@ -124,6 +155,10 @@ pub enum Reply {
 enum Exchange {
     Plain,
     Scram(ScramServer),
+    /// OAUTHBEARER; after an invalid token, the client's `^A` is awaited.
+    OAuth {
+        refused: bool,
+    },
 }
 
 enum Stage {
@@ -290,8 +325,10 @@ impl SaslAuthenticator {
     }
 
     fn handshake(&mut self, version: i16, mechanism: &str, now_ms: i64) -> Reply {
-        let chosen =
-            SaslMechanism::from_name(mechanism).filter(|m| self.config.mechanisms.contains(m));
+        let chosen = SaslMechanism::from_name(mechanism).filter(|m| {
+            self.config.mechanisms.contains(m)
+                && (*m != SaslMechanism::OAuthBearer || self.config.oauth.is_some())
+        });
         let Some(m) = chosen else {
             self.stage = Stage::Failed;
             return Reply::Respond {
@@ -312,6 +349,7 @@ impl SaslAuthenticator {
                     SaslMechanism::Scram(s) => {
                         Exchange::Scram(ScramServer::new(s, self.config.decoy_key))
                     }
+                    SaslMechanism::OAuthBearer => Exchange::OAuth { refused: false },
                 };
                 Stage::Exchanging {
                     mechanism: m,
@@ -339,10 +377,35 @@ impl SaslAuthenticator {
             return self.fail_closed(true);
         };
         let mechanism = *mechanism;
+        let mut credential_expires_ms = None;
         let result: Result<(Vec<u8>, Option<String>), String> = match exchange {
             Exchange::Plain => match self.config.plain.authenticate(bytes) {
                 Ok(user) => Ok((Vec::new(), Some(user))),
                 Err(e) => Err(e.to_string()),
+            },
+            // The acknowledgement of `invalid_token` ends the exchange.
+            Exchange::OAuth { refused: true } if bytes == [1u8] => Err(INVALID_TOKEN_JSON.to_string()),
+            Exchange::OAuth { refused: true } => Err(GENERIC_OAUTH.to_string()),
+            Exchange::OAuth { refused } => match ClientInitialResponse::parse(bytes) {
+                Err(_) => Err(GENERIC_OAUTH.to_string()),
+                Ok(first) => match self.config.oauth.as_ref().map(|v| v.validate(&first.token, now_ms)) {
+                    Some(Ok(token)) if !first.authzid.is_empty() && first.authzid != token.principal => {
+                        Err(format!(
+                            "Authentication failed: Client requested an authorization id ({}) that is \
+                             different from the token's principal name ({})",
+                            first.authzid, token.principal
+                        ))
+                    }
+                    Some(Ok(token)) => {
+                        credential_expires_ms = Some(token.expires_at_ms);
+                        Ok((Vec::new(), Some(token.principal)))
+                    }
+                    // The client is told `invalid_token` and must acknowledge it.
+                    Some(Err(_)) | None => {
+                        *refused = true;
+                        Ok((INVALID_TOKEN_JSON.as_bytes().to_vec(), None))
+                    }
+                },
             },
             Exchange::Scram(server) => {
                 let m = server.mechanism();
@@ -371,7 +434,8 @@ impl SaslAuthenticator {
                 close: false,
             },
             Ok((reply, Some(user))) => {
-                self.complete(mechanism, KafkaPrincipal::user(user), reply, now_ms)
+                let principal = KafkaPrincipal::user(user);
+                self.complete(mechanism, principal, reply, credential_expires_ms, now_ms)
             }
         }
     }
@@ -381,6 +445,7 @@ impl SaslAuthenticator {
         mechanism: SaslMechanism,
         principal: KafkaPrincipal,
         reply: Vec<u8>,
+        credential_expires_ms: Option<i64>,
         now_ms: i64,
     ) -> Reply {
         if let Some(previous) = &self.session {
@@ -393,9 +458,16 @@ impl SaslAuthenticator {
                 return failed(message);
             }
         }
-        // The session runs from the exchange's completion (Kafka's
-        // `calcCompletionTimesAndReturnSessionLifetimeMs`).
-        let lifetime = self.config.max_reauth_ms.filter(|ms| *ms > 0);
+        // The session runs from the exchange's completion for the lesser
+        // of `connections.max.reauth.ms` and what is left of the
+        // credential (a token's expiry), as Kafka's
+        // `calcCompletionTimesAndReturnSessionLifetimeMs`.
+        let max_reauth = self.config.max_reauth_ms.filter(|ms| *ms > 0);
+        let credential_left = credential_expires_ms.map(|at| (at - now_ms).max(0));
+        let lifetime = match (max_reauth, credential_left) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         self.session = Some(Session {
             principal,
             mechanism,

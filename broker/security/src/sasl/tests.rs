@@ -6,7 +6,39 @@ use std::collections::HashMap;
 
 use super::*;
 use crate::jaas::{JaasConfig, PLAIN_LOGIN_MODULE};
+use crate::oauthbearer::{TokenError, ValidToken, INVALID_TOKEN_JSON};
 use crate::scram::test_client_final;
+
+/// Tokens `good-<user>-<expiry ms>`; anything else is invalid.
+#[derive(Debug)]
+struct Tokens;
+
+impl TokenValidator for Tokens {
+    fn validate(&self, token: &str, _now_ms: i64) -> Result<ValidToken, TokenError> {
+        let mut parts = token.split('-');
+        match (
+            parts.next(),
+            parts.next(),
+            parts.next().and_then(|e| e.parse().ok()),
+        ) {
+            (Some("good"), Some(user), Some(exp)) => Ok(ValidToken {
+                principal: user.to_string(),
+                expires_at_ms: exp,
+                scopes: vec![],
+            }),
+            _ => Err(TokenError::Signature("test".into())),
+        }
+    }
+}
+
+fn bearer(authzid: &str, token: &str) -> Vec<u8> {
+    let a = if authzid.is_empty() {
+        String::new()
+    } else {
+        format!("a={authzid}")
+    };
+    format!("n,{a},\x01auth=Bearer {token}\x01\x01").into_bytes()
+}
 
 struct Store(HashMap<(String, ScramMechanism), ScramCredential>);
 
@@ -38,6 +70,7 @@ fn authenticator(mechanisms: &[SaslMechanism], max_reauth_ms: Option<i64>) -> Sa
         plain: PlainUsers::from_jaas(&jaas).expect("PLAIN"),
         max_reauth_ms,
         decoy_key: [3; 32],
+        oauth: Some(Arc::new(Tokens)),
     };
     SaslAuthenticator::new(Arc::new(config), Arc::new(Store(creds)))
 }
@@ -481,4 +514,181 @@ fn sessions_end_and_re_authenticate() {
         a.on_request(Request::Other { api_key: 0 }, 5_500),
         Reply::Serve
     );
+}
+
+#[test]
+fn oauthbearer_sessions_last_as_long_as_the_token() {
+    let mut a = authenticator(&[SaslMechanism::OAuthBearer], Some(60_000));
+    handshake(&mut a, 1, "OAUTHBEARER", 0);
+    let reply = a.on_request(
+        Request::SaslAuthenticate {
+            auth_bytes: &bearer("", "good-alice-10000"),
+        },
+        1_000,
+    );
+    let Reply::Respond {
+        response:
+            SaslResponse::Authenticate {
+                error_code: 0,
+                session_lifetime_ms,
+                ..
+            },
+        close: false,
+    } = reply
+    else {
+        panic!("{reply:?}")
+    };
+    // The token has 9 s left, less than connections.max.reauth.ms.
+    assert_eq!(session_lifetime_ms, 9_000);
+    assert_eq!(
+        a.principal().map(ToString::to_string).as_deref(),
+        Some("User:alice")
+    );
+    assert_eq!(
+        a.on_request(Request::Other { api_key: 0 }, 10_000),
+        Reply::Serve
+    );
+    assert_eq!(
+        a.on_request(Request::Other { api_key: 0 }, 10_001),
+        Reply::Close { delayed: false }
+    );
+    // Without connections.max.reauth.ms the token alone ends the session.
+    let mut a = authenticator(&[SaslMechanism::OAuthBearer], None);
+    handshake(&mut a, 1, "OAUTHBEARER", 0);
+    ok_bytes(a.on_request(
+        Request::SaslAuthenticate {
+            auth_bytes: &bearer("alice", "good-alice-5000"),
+        },
+        0,
+    ));
+    assert_eq!(a.session_expires_at_ms(), Some(5_000));
+}
+
+#[test]
+fn an_invalid_token_is_answered_invalid_token_then_refused() {
+    let mut a = authenticator(&[SaslMechanism::OAuthBearer], None);
+    handshake(&mut a, 1, "OAUTHBEARER", 0);
+    let status = ok_bytes(a.on_request(
+        Request::SaslAuthenticate {
+            auth_bytes: &bearer("", "forged"),
+        },
+        0,
+    ));
+    assert_eq!(status, INVALID_TOKEN_JSON.as_bytes());
+    assert!(!a.is_authenticated());
+    let reply = a.on_request(
+        Request::SaslAuthenticate {
+            auth_bytes: b"\x01",
+        },
+        0,
+    );
+    assert_eq!(
+        reply,
+        Reply::Respond {
+            response: SaslResponse::Authenticate {
+                error_code: SASL_AUTHENTICATION_FAILED,
+                error_message: Some(INVALID_TOKEN_JSON.into()),
+                auth_bytes: vec![],
+                session_lifetime_ms: 0
+            },
+            close: true
+        }
+    );
+    assert!(matches!(
+        a.on_request(Request::Other { api_key: 3 }, 0),
+        Reply::Close { .. }
+    ));
+
+    // A client that ignores the status is not served either.
+    let mut a = authenticator(&[SaslMechanism::OAuthBearer], None);
+    handshake(&mut a, 1, "OAUTHBEARER", 0);
+    ok_bytes(a.on_request(
+        Request::SaslAuthenticate {
+            auth_bytes: &bearer("", "forged"),
+        },
+        0,
+    ));
+    assert!(matches!(
+        a.on_request(Request::Other { api_key: 3 }, 0),
+        Reply::Respond { close: true, .. }
+    ));
+    let mut a = authenticator(&[SaslMechanism::OAuthBearer], None);
+    handshake(&mut a, 1, "OAUTHBEARER", 0);
+    ok_bytes(a.on_request(
+        Request::SaslAuthenticate {
+            auth_bytes: &bearer("", "forged"),
+        },
+        0,
+    ));
+    let retry = a.on_request(
+        Request::SaslAuthenticate {
+            auth_bytes: &bearer("", "good-alice-9000"),
+        },
+        0,
+    );
+    assert!(
+        matches!(retry, Reply::Respond { close: true, .. }),
+        "{retry:?}"
+    );
+    assert!(!a.is_authenticated());
+}
+
+#[test]
+fn oauthbearer_refusals() {
+    // Another authorization id than the token's subject.
+    let mut a = authenticator(&[SaslMechanism::OAuthBearer], None);
+    handshake(&mut a, 1, "OAUTHBEARER", 0);
+    let Reply::Respond {
+        response:
+            SaslResponse::Authenticate {
+                error_code,
+                error_message,
+                ..
+            },
+        close: true,
+    } = a.on_request(
+        Request::SaslAuthenticate {
+            auth_bytes: &bearer("admin", "good-alice-9000"),
+        },
+        0,
+    )
+    else {
+        panic!()
+    };
+    assert_eq!(error_code, SASL_AUTHENTICATION_FAILED);
+    assert!(error_message.is_some_and(|m| m.contains("(admin)") && m.contains("(alice)")));
+    // A message that is not RFC 7628's.
+    let mut a = authenticator(&[SaslMechanism::OAuthBearer], None);
+    handshake(&mut a, 1, "OAUTHBEARER", 0);
+    assert!(matches!(
+        a.on_request(
+            Request::SaslAuthenticate {
+                auth_bytes: b"auth=Bearer x"
+            },
+            0
+        ),
+        Reply::Respond {
+            response: SaslResponse::Authenticate {
+                error_code: SASL_AUTHENTICATION_FAILED,
+                ..
+            },
+            close: true
+        }
+    ));
+    // Enabled without a token check: not offered.
+    let mut a = authenticator(&[SaslMechanism::OAuthBearer], None);
+    a.config = Arc::new(SaslServerConfig {
+        oauth: None,
+        ..(*a.config).clone()
+    });
+    assert!(matches!(
+        handshake(&mut a, 1, "OAUTHBEARER", 0),
+        Reply::Respond {
+            response: SaslResponse::Handshake {
+                error_code: UNSUPPORTED_SASL_MECHANISM,
+                ..
+            },
+            close: true
+        }
+    ));
 }
