@@ -17,6 +17,7 @@
 //! recently used first, so client ids a client makes up cannot grow the
 //! broker's memory without bound. Time is handed in.
 
+pub mod admin;
 pub mod rate;
 
 use std::collections::HashMap;
