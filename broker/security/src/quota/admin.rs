@@ -44,6 +44,9 @@ fn invalid(message: impl Into<String>) -> QuotaApiError {
 /// One wire entity: `(entity_type, entity_name)`, a null name for `<default>`.
 pub type WireEntity = Vec<(String, Option<String>)>;
 
+/// An entity and its own quota values, as DescribeClientQuotas answers.
+pub type DescribedEntity = (WireEntity, Vec<(String, f64)>);
+
 /// One component of a describe filter.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Component {
@@ -278,7 +281,7 @@ impl QuotaStore {
         &self,
         components: &[Component],
         strict: bool,
-    ) -> Result<Vec<(WireEntity, Vec<(String, f64)>)>, QuotaApiError> {
+    ) -> Result<Vec<DescribedEntity>, QuotaApiError> {
         let mut types = HashSet::new();
         for c in components {
             match c.entity_type.as_str() {
@@ -443,14 +446,14 @@ mod tests {
                 remove: true,
             }],
         };
-        assert_eq!(s.alter(&[remove.clone()], true), vec![Ok(())]);
+        assert_eq!(s.alter(std::slice::from_ref(&remove), true), vec![Ok(())]);
         assert_eq!(
             s.describe(&[comp(USER, 0, Some("alice"))], true)
                 .expect("valid")
                 .len(),
             1
         );
-        assert_eq!(s.alter(&[remove.clone()], false), vec![Ok(())]);
+        assert_eq!(s.alter(std::slice::from_ref(&remove), false), vec![Ok(())]);
         assert!(s
             .describe(&[comp(USER, 0, Some("alice"))], true)
             .expect("valid")
