@@ -16,6 +16,8 @@
 //! at the first, so the exchange does not tell who exists; and the
 //! channel binding the client echoes must be the GS2 header it sent.
 
+pub mod store;
+
 use std::num::NonZeroU32;
 
 use aws_lc_rs::{constant_time, digest, hmac, pbkdf2, rand};
