@@ -22,8 +22,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::acl::{
-    AccessControlEntry, AclBinding, AclBindingFilter, AclOperation, AclPermissionType, PatternType,
-    ResourcePattern, ResourceType, WILDCARD_RESOURCE,
+    AccessControlEntry, AclBinding, AclBindingFilter, AclError, AclOperation, AclPermissionType,
+    PatternType, ResourcePattern, ResourceType, WILDCARD_RESOURCE,
 };
 use crate::principal::{KafkaPrincipal, PrincipalParseError};
 
@@ -161,6 +161,30 @@ impl AclSet {
                 })
             })
         })
+    }
+
+    /// CreateAcls: each binding checked with Kafka's rules and added; one
+    /// that exists already succeeds and changes nothing.
+    pub fn create(&mut self, bindings: Vec<AclBinding>) -> Vec<Result<(), AclError>> {
+        bindings
+            .into_iter()
+            .map(|b| {
+                b.validate()?;
+                self.insert(b);
+                Ok(())
+            })
+            .collect()
+    }
+
+    /// DeleteAcls: for each filter, the bindings it matched (before this
+    /// request removed any), all of which are removed. A binding two
+    /// filters match is listed under both, as in Kafka.
+    pub fn delete(&mut self, filters: &[AclBindingFilter]) -> Vec<Vec<AclBinding>> {
+        let matched: Vec<Vec<AclBinding>> = filters.iter().map(|f| self.matching(f)).collect();
+        for b in matched.iter().flatten() {
+            self.remove(b);
+        }
+        matched
     }
 
     /// The bindings a filter selects, sorted (DescribeAcls answers them

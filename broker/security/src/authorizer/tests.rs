@@ -490,3 +490,36 @@ fn indexed_decisions_equal_a_scan_of_every_binding() {
     }
     assert!(checked > 100_000, "{checked}");
 }
+
+#[test]
+fn create_and_delete_as_the_acl_apis_do() {
+    let mut set = AclSet::new();
+    let a = bind(Topic, "t", Literal, "User:a", "*", Read, Allow);
+    let b = bind(Topic, "t", Prefixed, "User:b", "*", Write, Deny);
+    let bad = bind(Cluster, "c", Literal, "User:a", "*", Alter, Allow);
+    let r = set.create(vec![a.clone(), a.clone(), bad, b.clone()]);
+    assert_eq!(
+        r.iter().map(Result::is_ok).collect::<Vec<_>>(),
+        vec![true, true, false, true]
+    );
+    assert_eq!(set.len(), 2);
+    let by_topic = AclBindingFilter {
+        pattern: ResourcePatternFilter {
+            resource_type: Some(Topic),
+            name: Some("t".into()),
+            pattern_type: PatternTypeFilter::Match,
+        },
+        entry: Default::default(),
+    };
+    let allows = AclBindingFilter {
+        pattern: ResourcePatternFilter::ANY,
+        entry: crate::acl::AccessControlEntryFilter {
+            permission: Some(Allow),
+            ..Default::default()
+        },
+    };
+    let deleted = set.delete(&[by_topic, allows]);
+    assert_eq!(deleted[0], vec![a.clone(), b]);
+    assert_eq!(deleted[1], vec![a]);
+    assert!(set.is_empty());
+}
