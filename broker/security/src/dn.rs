@@ -6,7 +6,8 @@
 //! joined by `,` without spaces; the parts of a multi-valued one joined by
 //! `+` in encoding order; Java's RFC 2253 keywords (CN, C, L, ST, O, OU,
 //! STREET, DC, UID) and the dotted OID for any other type; a value that is
-//! one of the DER string types, decoded, with `,=+<>#;"\` escaped by a
+//! one of the DER string types, read as UTF-8 whatever its type (as Java
+//! 17 does), with `,=+<>#;"\` escaped by a
 //! backslash, NUL as `\00`, and leading or trailing spaces escaped; any
 //! other value (and every value of an OID-named type) as `#` and the hex
 //! of its whole encoding. Neither Rust X.509 crate prints this form, so it
@@ -147,26 +148,15 @@ fn format_ava(oid: &[u8], value: &Tlv<'_>) -> Result<String, DnError> {
     })
 }
 
-/// The DER string types Java decodes (the rest print as hex).
+/// The DER string types Java prints as text (the rest print as hex).
+/// Java 17 reads the bytes of every one of them as UTF-8, whatever the
+/// type says (so a BMPString's zero bytes become `\00`, and a Latin-1
+/// T61String byte the replacement character); so does this.
 fn decode_string(value: &Tlv<'_>) -> Option<String> {
-    let bytes = value.contents;
     match value.tag {
-        0x0c => Some(String::from_utf8_lossy(bytes).into_owned()), // UTF8String
-        // PrintableString, IA5String, GeneralString: ASCII.
-        0x13 | 0x16 | 0x1b => Some(
-            bytes
-                .iter()
-                .map(|b| if b.is_ascii() { *b as char } else { '\u{fffd}' })
-                .collect(),
-        ),
-        0x14 => Some(bytes.iter().map(|b| *b as char).collect()), // T61String, read as ISO 8859-1
-        0x1e => {
-            // BMPString: UTF-16 big-endian.
-            let units: Vec<u16> = bytes
-                .chunks(2)
-                .map(|c| u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]))
-                .collect();
-            Some(String::from_utf16_lossy(&units))
+        // UTF8String, PrintableString, T61String, IA5String, GeneralString, BMPString.
+        0x0c | 0x13 | 0x14 | 0x16 | 0x1b | 0x1e => {
+            Some(String::from_utf8_lossy(value.contents).into_owned())
         }
         _ => None,
     }
@@ -252,6 +242,8 @@ mod tests {
         ("c6.pem", include_str!("../testdata/dn/c6.pem")),
         ("c7.pem", include_str!("../testdata/dn/c7.pem")),
         ("c8.pem", include_str!("../testdata/dn/c8.pem")),
+        ("c9.pem", include_str!("../testdata/dn/c9.pem")),
+        ("c10.pem", include_str!("../testdata/dn/c10.pem")),
     ];
     const JAVA: &str = include_str!("../testdata/dn/java-names.tsv");
 
@@ -279,13 +271,14 @@ mod tests {
         assert_eq!(escape(" a,b "), "\\ a\\,b\\ ");
         assert_eq!(escape("x\0y#"), "x\\00y\\#");
         assert_eq!(escape("  "), "\\ \\ ");
-        // BMPString "é!" and a T61String byte.
+        // A BMPString and a T61String read as UTF-8, as Java 17 reads them
+        // (c9.pem and c10.pem show the JDK doing it).
         let bmp = [0x1e, 4, 0x00, 0xe9, 0x00, 0x21];
         let (t, _) = read(&bmp).expect("tlv");
-        assert_eq!(decode_string(&t).as_deref(), Some("é!"));
+        assert_eq!(decode_string(&t).as_deref(), Some("\0\u{fffd}\0!"));
         let t61 = [0x14, 1, 0xe9];
         let (t, _) = read(&t61).expect("tlv");
-        assert_eq!(decode_string(&t).as_deref(), Some("é"));
+        assert_eq!(decode_string(&t).as_deref(), Some("\u{fffd}"));
         // A keyword type with a non-string value prints as hex.
         let ava =
             format_ava(&[0x55, 0x04, 0x03], &read(&[0x02, 1, 5]).expect("tlv").0).expect("ava");

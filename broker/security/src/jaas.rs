@@ -173,11 +173,20 @@ impl JaasConfig {
                     Some(Token::Semicolon) => break,
                     Some(Token::Word(name)) => {
                         if it.next() != Some(Token::Equals) {
-                            return Err(syntax(format!("expected '=' after option {name}")));
+                            // No option text in the message: a misplaced
+                            // word may be part of an unquoted password.
+                            return Err(syntax(format!(
+                                "expected '=' after an option name in {login_module}'s options \
+                                 (quote values that hold spaces)"
+                            )));
                         }
                         let v = match it.next() {
                             Some(Token::Word(v)) | Some(Token::Quoted(v)) => v,
-                            _ => return Err(syntax(format!("expected a value for option {name}"))),
+                            _ => {
+                                return Err(syntax(format!(
+                                    "an option of {login_module} has no value"
+                                )))
+                            }
                         };
                         if options.insert(name.clone(), v).is_some() {
                             return Err(JaasError::DuplicateOption(name));
@@ -255,7 +264,8 @@ mod tests {
             ("a.B required", "expected ';'"),
             ("a.B mandatory;", "invalid control flag"),
             ("a.B required k;", "expected '='"),
-            ("a.B required k=;", "expected a value"),
+            ("a.B required k=;", "has no value"),
+            ("a.B required user_alice=pa secret;", "quote values"),
             ("a.B required k=\"secret", "unterminated"),
             ("a.B required k=1 k=2;", "appears twice"),
             ("a.B required /* x", "unterminated"),

@@ -9,7 +9,9 @@
 //! order; the first whose pattern matches the whole DN gives the name:
 //! every match of the pattern in the DN is replaced (Java's `replaceAll`),
 //! with `$1`… for groups. A back reference to a group the pattern does
-//! not have is kept as text, as in Kafka. No rule matching is an error
+//! not have is kept as text, as in Kafka; a replacement Java would throw
+//! on when a connection is mapped (`$x`, an unknown `${name}`, `$n` with
+//! no groups at all) is refused when the rules are read instead. No rule matching is an error
 //! (the connection is refused).
 //!
 //! Patterns are `regex-lite`'s: Java's syntax for what DN rules use
@@ -49,8 +51,8 @@ pub enum RuleError {
     Invalid { rule: String },
     #[error("ssl.principal.mapping.rules: the pattern of `{rule}` is not supported: {error}")]
     Pattern { rule: String, error: String },
-    #[error("ssl.principal.mapping.rules: the replacement of `{rule}` ends in a lone backslash")]
-    Replacement { rule: String },
+    #[error("ssl.principal.mapping.rules: the replacement of `{rule}` {why}")]
+    Replacement { rule: String, why: &'static str },
 }
 
 /// No rule gave a name for this DN.
@@ -126,11 +128,16 @@ impl PrincipalMapper {
                 };
                 let compiled = Regex::new(&pattern).map_err(bad)?;
                 let whole = Regex::new(&format!("^(?:{pattern})$")).map_err(bad)?;
-                let replacement =
-                    parse_replacement(&unescape_slashes(replacement), compiled.captures_len() - 1)
-                        .ok_or_else(|| RuleError::Replacement {
-                            rule: rule.to_string(),
-                        })?;
+                let names: Vec<&str> = compiled.capture_names().flatten().collect();
+                let replacement = parse_replacement(
+                    &unescape_slashes(replacement),
+                    compiled.captures_len() - 1,
+                    &names,
+                )
+                .map_err(|why| RuleError::Replacement {
+                    rule: rule.to_string(),
+                    why,
+                })?;
                 out.push(Rule::Map {
                     whole,
                     pattern: compiled,
@@ -195,7 +202,7 @@ fn unescape_slashes(s: &str) -> String {
 /// digits count while they name a group the pattern has; `${name}` a
 /// named group. A `$n` past the pattern's groups stays text (Kafka's
 /// `escapeLiteralBackReferences`). `None` for a trailing backslash.
-fn parse_replacement(s: &str, groups: usize) -> Option<Vec<Piece>> {
+fn parse_replacement(s: &str, groups: usize, names: &[&str]) -> Result<Vec<Piece>, &'static str> {
     let mut out = Vec::new();
     let mut text = String::new();
     let chars: Vec<char> = s.chars().collect();
@@ -203,27 +210,35 @@ fn parse_replacement(s: &str, groups: usize) -> Option<Vec<Piece>> {
     while i < chars.len() {
         match chars[i] {
             '\\' => {
-                text.push(*chars.get(i + 1)?);
+                text.push(*chars.get(i + 1).ok_or("ends in a lone backslash")?);
                 i += 2;
             }
             '$' if chars.get(i + 1) == Some(&'{') => {
-                let close = chars[i + 2..].iter().position(|c| *c == '}');
-                match close {
-                    Some(len) => {
-                        if !text.is_empty() {
-                            out.push(Piece::Text(std::mem::take(&mut text)));
-                        }
-                        out.push(Piece::Named(chars[i + 2..i + 2 + len].iter().collect()));
-                        i += 3 + len;
-                    }
-                    None => {
-                        text.push('$');
-                        i += 1;
-                    }
+                let len = chars[i + 2..]
+                    .iter()
+                    .position(|c| *c == '}')
+                    .ok_or("has a `${` without `}`")?;
+                let name: String = chars[i + 2..i + 2 + len].iter().collect();
+                if !names.contains(&name.as_str()) {
+                    return Err("names a group the pattern does not have");
                 }
+                if !text.is_empty() {
+                    out.push(Piece::Text(std::mem::take(&mut text)));
+                }
+                out.push(Piece::Named(name));
+                i += 3 + len;
             }
-            '$' if chars.get(i + 1).is_some_and(char::is_ascii_digit) => {
-                let mut n = chars[i + 1].to_digit(10).unwrap_or(0) as usize;
+            '$' => {
+                // Java: a group number must follow. A pattern without groups
+                // fails every `$n` (Kafka leaves those to Java, which throws);
+                // with groups, one past them stays text (Kafka's escaping).
+                let mut n = chars
+                    .get(i + 1)
+                    .and_then(|c| c.to_digit(10))
+                    .ok_or("has a `$` without a group")? as usize;
+                if groups == 0 {
+                    return Err("refers to a group, and the pattern has none");
+                }
                 if n > groups {
                     text.push('$');
                     i += 1;
@@ -253,7 +268,7 @@ fn parse_replacement(s: &str, groups: usize) -> Option<Vec<Piece>> {
     if !text.is_empty() {
         out.push(Piece::Text(text));
     }
-    Some(out)
+    Ok(out)
 }
 
 fn expand(caps: &Captures<'_>, replacement: &[Piece], out: &mut String) {
@@ -398,6 +413,18 @@ mod tests {
         // replaceAll: `.*` matches the DN and the empty end, as in Java.
         assert_eq!(name("RULE:.*/x/", "abc").as_deref(), Ok("xx"));
         assert!(PrincipalMapper::parse("RULE:a/b\\/").is_err());
+        // What Java would throw on when a connection is mapped is refused
+        // when the rules are read.
+        for bad in [
+            "RULE:^(a)$/$x/",
+            "RULE:^(a)$/${who}/",
+            "RULE:^(a)$/${who/",
+            "RULE:^a$/$1/",
+            "RULE:^(a)$/$/",
+        ] {
+            let e = PrincipalMapper::parse(bad).expect_err(bad);
+            assert!(matches!(e, RuleError::Replacement { .. }), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -9,8 +9,10 @@
 //! all. The claims are checked here, against the time handed in: `exp` and
 //! `iat` must be numbers (a string `exp` is refused, not skipped), the
 //! token must not have expired (beyond the clock skew), the subject claim
-//! (`sasl.oauthbearer.sub.claim.name`) must be a non-empty string, and the
-//! audience and issuer must be the expected ones when those are set.
+//! (`sasl.oauthbearer.sub.claim.name`) must be a non-empty string (taken
+//! trimmed), the issuer must be the expected one when that is set, and
+//! the audience must hold an expected one, or, when none is expected, be
+//! absent.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -275,7 +277,8 @@ pub fn validate_jwt(
         }
     }
     let principal = match claims.get(&rules.sub_claim_name) {
-        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+        // Trimmed, as Kafka's `ClaimValidationUtils.validateString`.
+        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
         Some(_) => {
             return Err(TokenError::Claim(
                 rules.sub_claim_name.clone(),
@@ -284,7 +287,13 @@ pub fn validate_jwt(
         }
         None => return Err(TokenError::Claim(rules.sub_claim_name.clone(), "missing")),
     };
-    if !rules.expected_audience.is_empty() {
+    if rules.expected_audience.is_empty() {
+        // A token for some audience is not for a broker that expects none
+        // (jose4j, which Kafka validates with, refuses it the same way).
+        if claims.contains_key("aud") {
+            return Err(TokenError::Audience);
+        }
+    } else {
         let aud = strings(claims.get("aud"));
         if !aud.iter().any(|a| rules.expected_audience.contains(a)) {
             return Err(TokenError::Audience);
@@ -310,13 +319,22 @@ pub fn validate_jwt(
     })
 }
 
-/// The client's first OAUTHBEARER message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The client's first OAUTHBEARER message. `Debug` leaves the token out.
+#[derive(Clone, PartialEq, Eq)]
 pub struct ClientInitialResponse {
     pub authzid: String,
     pub token: String,
     /// SASL extensions (every key but `auth`).
     pub extensions: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for ClientInitialResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientInitialResponse")
+            .field("authzid", &self.authzid)
+            .field("extensions", &self.extensions.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ClientInitialResponse {

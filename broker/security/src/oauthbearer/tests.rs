@@ -165,9 +165,24 @@ fn subject_audience_and_issuer() {
         check(with(claims(), "iss", json!("https://evil.example"))),
         Err(TokenError::Issuer)
     );
-    // Without expectations, audience and issuer are not looked at.
+    // Without an expected issuer the issuer is not looked at; without an
+    // expected audience a token for some audience is refused, as in Kafka.
     let t = s.token(Some("k1"), without(without(claims(), "aud"), "iss"));
     assert!(validate_jwt(&t, &keys, &JwtRules::default(), NOW).is_ok());
+    let t = s.token(Some("k1"), without(claims(), "iss"));
+    assert_eq!(
+        validate_jwt(&t, &keys, &JwtRules::default(), NOW),
+        Err(TokenError::Audience)
+    );
+    // The subject is taken trimmed.
+    let t = s.token(Some("k1"), with(claims(), "sub", json!(" alice ")));
+    assert_eq!(
+        validate_jwt(&t, &keys, &rules(), NOW).map(|v| v.principal),
+        Ok("alice".to_string())
+    );
+    let first = ClientInitialResponse::parse(b"n,,\x01auth=Bearer secret.token.value\x01\x01")
+        .expect("valid");
+    assert!(!format!("{first:?}").contains("secret"));
 }
 
 #[test]

@@ -12,10 +12,11 @@
 //! all of U's clients, a client-id level all users of C; a `<default>` is
 //! a size, not a shared pot (every user under `<default>` gets their own).
 //!
-//! The rates live here, keyed by what shares them, and are forgotten after
-//! an hour unused (as Kafka's sensors) or, past `max_sensors`, least
-//! recently used first, so client ids a client makes up cannot grow the
-//! broker's memory without bound. Time is handed in.
+//! The rates live here, keyed by what shares them. Rates unused for an
+//! hour are forgotten (as Kafka's sensors; `record` sweeps once a
+//! minute), and at `max_sensors` the least recently used tenth goes at
+//! once, so client ids a client makes up cannot grow the broker's memory
+//! without bound, nor cost a sweep per request. Time is handed in.
 
 pub mod admin;
 pub mod rate;
@@ -184,7 +185,12 @@ pub struct ClientQuotas {
     limits: QuotaLimits,
     sensors: HashMap<(QuotaType, ShareKey), Sensor>,
     max_sensors: usize,
+    /// When idle rates were last swept.
+    swept_at_ms: i64,
 }
+
+/// How often `record` sweeps idle rates away.
+const SWEEP_EVERY_MS: i64 = 60_000;
 
 /// Rates unused this long are forgotten (Kafka's inactive sensor expiry).
 pub const SENSOR_IDLE_MS: i64 = 3_600_000;
@@ -196,6 +202,7 @@ impl ClientQuotas {
             limits,
             sensors: HashMap::new(),
             max_sensors: max_sensors.max(1),
+            swept_at_ms: i64::MIN,
         }
     }
 
@@ -231,9 +238,12 @@ impl ClientQuotas {
         let Some(limit) = self.limits.limit(quota, &key) else {
             return 0;
         };
+        if now_ms.saturating_sub(self.swept_at_ms) >= SWEEP_EVERY_MS {
+            self.expire_idle(now_ms);
+        }
         let k = (quota, key);
         if !self.sensors.contains_key(&k) && self.sensors.len() >= self.max_sensors {
-            self.make_room(now_ms);
+            self.make_room();
         }
         let config = self.config;
         let sensor = self.sensors.entry(k).or_insert_with(|| Sensor {
@@ -250,21 +260,26 @@ impl ClientQuotas {
 
     /// Forgets rates unused for `SENSOR_IDLE_MS`.
     pub fn expire_idle(&mut self, now_ms: i64) {
+        self.swept_at_ms = now_ms;
         self.sensors
             .retain(|_, s| now_ms - s.last_used_ms < SENSOR_IDLE_MS);
     }
 
-    fn make_room(&mut self, now_ms: i64) {
-        self.expire_idle(now_ms);
-        if self.sensors.len() >= self.max_sensors {
-            if let Some(oldest) = self
-                .sensors
-                .iter()
-                .min_by_key(|(_, s)| s.last_used_ms)
-                .map(|(k, _)| k.clone())
-            {
-                self.sensors.remove(&oldest);
-            }
+    /// At the cap: forgets the least recently used tenth of the rates at
+    /// once, so a stream of new client ids costs one sweep per tenth of
+    /// the cap rather than one per request.
+    fn make_room(&mut self) {
+        let mut by_age: Vec<(i64, (QuotaType, ShareKey))> = self
+            .sensors
+            .iter()
+            .map(|(k, s)| (s.last_used_ms, k.clone()))
+            .collect();
+        let evict = (self.max_sensors / 10).max(1).min(by_age.len());
+        if evict < by_age.len() {
+            by_age.select_nth_unstable_by_key(evict, |(t, _)| *t);
+        }
+        for (_, k) in by_age.into_iter().take(evict) {
+            self.sensors.remove(&k);
         }
     }
 }

@@ -29,7 +29,7 @@ use crate::oauthbearer::{
 };
 use crate::plain::PlainUsers;
 use crate::principal::KafkaPrincipal;
-use crate::scram::{ScramCredential, ScramMechanism, ScramServer, ScramStep};
+use crate::scram::{ScramCredential, ScramError, ScramMechanism, ScramServer, ScramStep};
 
 /// UNSUPPORTED_SASL_MECHANISM.
 pub const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
@@ -37,10 +37,6 @@ pub const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
 pub const ILLEGAL_SASL_STATE: i16 = 34;
 /// SASL_AUTHENTICATION_FAILED.
 pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
-
-/// What a client is told when its OAUTHBEARER message cannot be read.
-const GENERIC_OAUTH: &str = "Authentication failed during authentication due to invalid \
-                             credentials with SASL mechanism OAUTHBEARER";
 
 /// The least time between two re-authentications of one connection.
 pub const MIN_REAUTH_INTERVAL_MS: i64 = 1000;
@@ -97,8 +93,8 @@ impl TokenValidator for JwtValidator {
     }
 }
 
-/// A listener's SASL settings.
-#[derive(Debug, Clone)]
+/// A listener's SASL settings. `Debug` leaves the decoy secret out.
+#[derive(Clone)]
 pub struct SaslServerConfig {
     /// `sasl.enabled.mechanisms`, in the order the handshake lists them.
     pub mechanisms: Vec<SaslMechanism>,
@@ -112,13 +108,43 @@ pub struct SaslServerConfig {
     pub oauth: Option<Arc<dyn TokenValidator>>,
 }
 
-/// A request as the authenticator needs to see it.
-#[derive(Debug, Clone, Copy)]
+impl std::fmt::Debug for SaslServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SaslServerConfig")
+            .field("mechanisms", &self.mechanisms)
+            .field("plain", &self.plain)
+            .field("max_reauth_ms", &self.max_reauth_ms)
+            .field("oauth", &self.oauth)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A request as the authenticator needs to see it. `Debug` prints a
+/// token's length, never its bytes (passwords, bearer tokens).
+#[derive(Clone, Copy)]
 pub enum Request<'a> {
     ApiVersions,
     SaslHandshake { version: i16, mechanism: &'a str },
     SaslAuthenticate { auth_bytes: &'a [u8] },
     Other { api_key: i16 },
+}
+
+impl std::fmt::Debug for Request<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Request::ApiVersions => f.write_str("ApiVersions"),
+            Request::SaslHandshake { version, mechanism } => {
+                write!(
+                    f,
+                    "SaslHandshake {{ version: {version}, mechanism: {mechanism:?} }}"
+                )
+            }
+            Request::SaslAuthenticate { auth_bytes } => {
+                write!(f, "SaslAuthenticate {{ {} bytes }}", auth_bytes.len())
+            }
+            Request::Other { api_key } => write!(f, "Other {{ api_key: {api_key} }}"),
+        }
+    }
 }
 
 /// An answer the connection sends.
@@ -187,8 +213,6 @@ struct Session {
     mechanism: SaslMechanism,
     /// When the session ends (None: never).
     expires_at_ms: Option<i64>,
-    /// When it (or its last re-authentication) began.
-    began_at_ms: i64,
 }
 
 /// One connection's authentication.
@@ -198,8 +222,11 @@ pub struct SaslAuthenticator {
     stage: Stage,
     session: Option<Session>,
     reauthenticating: bool,
-    /// When the exchange under way began (its handshake).
-    exchange_began_ms: i64,
+    /// When the last re-authentication began (none yet: the first may
+    /// come at any time, as in Kafka).
+    last_reauth_start_ms: Option<i64>,
+    /// Why the exchange failed, for the broker's log (never a secret).
+    failure_reason: Option<String>,
 }
 
 fn failed(message: String) -> Reply {
@@ -222,7 +249,8 @@ impl SaslAuthenticator {
             stage: Stage::Start,
             session: None,
             reauthenticating: false,
-            exchange_began_ms: 0,
+            last_reauth_start_ms: None,
+            failure_reason: None,
         }
     }
 
@@ -241,6 +269,11 @@ impl SaslAuthenticator {
     /// rather than a request.
     pub fn expects_raw_token(&self) -> bool {
         matches!(self.stage, Stage::Exchanging { raw: true, .. })
+    }
+
+    /// Why the exchange failed (for the broker's log; never a secret).
+    pub fn failure_reason(&self) -> Option<&str> {
+        self.failure_reason.as_deref()
     }
 
     /// When the session ends, if it does.
@@ -265,21 +298,25 @@ impl SaslAuthenticator {
                 Reply::Serve
             }
             (Stage::Start | Stage::Handshake, Request::SaslHandshake { version, mechanism }) => {
-                self.handshake(version, mechanism, now_ms)
+                self.handshake(version, mechanism)
             }
-            // A second ApiVersions, or anything else before the handshake.
-            (Stage::Start | Stage::Handshake, _) => self.fail_closed(false),
+            // A second ApiVersions is a broken client: closed at once.
+            (Stage::Handshake, Request::ApiVersions) => self.fail_closed(false),
+            // Anything else before the handshake fails authentication
+            // (Kafka's IllegalSaslStateException): closed after the delay.
+            (Stage::Start | Stage::Handshake, _) => self.fail_closed(true),
             (Stage::Exchanging { raw: false, .. }, Request::SaslAuthenticate { auth_bytes }) => {
                 self.token(auth_bytes, now_ms)
             }
+            // Kafka fails the connection here without an answer (its
+            // message, naming both mechanisms, goes to the broker's log).
             (Stage::BadReauthMechanism { asked }, Request::SaslAuthenticate { .. }) => {
                 let previous = self.session.as_ref().map_or("", |s| s.mechanism.name());
-                let message = format!(
+                self.failure_reason = Some(format!(
                     "SASL mechanism '{}' requested by client is not supported for re-authentication of mechanism '{previous}'",
                     asked.name()
-                );
-                self.stage = Stage::Failed;
-                failed(message)
+                ));
+                self.fail_closed(true)
             }
             (Stage::Exchanging { raw: true, .. }, _) => self.fail_closed(true),
             (Stage::Exchanging { .. } | Stage::BadReauthMechanism { .. }, _) => {
@@ -324,7 +361,7 @@ impl SaslAuthenticator {
         Reply::Close { delayed }
     }
 
-    fn handshake(&mut self, version: i16, mechanism: &str, now_ms: i64) -> Reply {
+    fn handshake(&mut self, version: i16, mechanism: &str) -> Reply {
         let chosen = SaslMechanism::from_name(mechanism).filter(|m| {
             self.config.mechanisms.contains(m)
                 && (*m != SaslMechanism::OAuthBearer || self.config.oauth.is_some())
@@ -339,16 +376,17 @@ impl SaslAuthenticator {
                 close: true,
             };
         };
-        self.exchange_began_ms = now_ms;
         let previous = self.session.as_ref().map(|s| s.mechanism);
         self.stage = match previous {
             Some(p) if self.reauthenticating && p != m => Stage::BadReauthMechanism { asked: m },
             _ => {
                 let exchange = match m {
                     SaslMechanism::Plain => Exchange::Plain,
-                    SaslMechanism::Scram(s) => {
-                        Exchange::Scram(ScramServer::new(s, self.config.decoy_key))
-                    }
+                    SaslMechanism::Scram(s) => match ScramServer::new(s, self.config.decoy_key) {
+                        Ok(server) => Exchange::Scram(server),
+                        // No randomness, no nonce: nobody is authenticated.
+                        Err(_) => return self.fail_closed(false),
+                    },
                     SaslMechanism::OAuthBearer => Exchange::OAuth { refused: false },
                 };
                 Stage::Exchanging {
@@ -377,7 +415,18 @@ impl SaslAuthenticator {
             return self.fail_closed(true);
         };
         let mechanism = *mechanism;
+        // Kafka's sentence for a failure whose cause is not the client's business.
+        let generic = format!(
+            "Authentication failed during {} due to invalid credentials with SASL mechanism {}",
+            if self.reauthenticating {
+                "re-authentication"
+            } else {
+                "authentication"
+            },
+            mechanism.name()
+        );
         let mut credential_expires_ms = None;
+        let mut reason: Option<String> = None;
         let result: Result<(Vec<u8>, Option<String>), String> = match exchange {
             Exchange::Plain => match self.config.plain.authenticate(bytes) {
                 Ok(user) => Ok((Vec::new(), Some(user))),
@@ -385,9 +434,12 @@ impl SaslAuthenticator {
             },
             // The acknowledgement of `invalid_token` ends the exchange.
             Exchange::OAuth { refused: true } if bytes == [1u8] => Err(INVALID_TOKEN_JSON.to_string()),
-            Exchange::OAuth { refused: true } => Err(GENERIC_OAUTH.to_string()),
+            Exchange::OAuth { refused: true } => Err(generic),
             Exchange::OAuth { refused } => match ClientInitialResponse::parse(bytes) {
-                Err(_) => Err(GENERIC_OAUTH.to_string()),
+                Err(e) => {
+                    reason = Some(e.to_string());
+                    Err(generic)
+                }
                 Ok(first) => match self.config.oauth.as_ref().map(|v| v.validate(&first.token, now_ms)) {
                     Some(Ok(token)) if !first.authzid.is_empty() && first.authzid != token.principal => {
                         Err(format!(
@@ -401,7 +453,12 @@ impl SaslAuthenticator {
                         Ok((Vec::new(), Some(token.principal)))
                     }
                     // The client is told `invalid_token` and must acknowledge it.
-                    Some(Err(_)) | None => {
+                    Some(Err(e)) => {
+                        reason = Some(e.to_string());
+                        *refused = true;
+                        Ok((INVALID_TOKEN_JSON.as_bytes().to_vec(), None))
+                    }
+                    None => {
                         *refused = true;
                         Ok((INVALID_TOKEN_JSON.as_bytes().to_vec(), None))
                     }
@@ -415,12 +472,22 @@ impl SaslAuthenticator {
                     Ok(ScramStep::Authenticated { server_final, user }) => {
                         Ok((server_final, Some(user)))
                     }
-                    Err(e) => Err(e.client_message(m)),
+                    Err(ScramError::AuthzidMismatch) => Err(ScramError::AuthzidMismatch.client_message(m)),
+                    Err(e) => {
+                        reason = Some(e.to_string());
+                        Err(generic)
+                    }
                 }
             }
         };
+        if reason.is_some() {
+            self.failure_reason = reason;
+        }
         match result {
             Err(message) => {
+                if self.failure_reason.is_none() {
+                    self.failure_reason = Some(message.clone());
+                }
                 self.stage = Stage::Failed;
                 failed(message)
             }
@@ -451,9 +518,13 @@ impl SaslAuthenticator {
         if let Some(previous) = &self.session {
             if self.reauthenticating && previous.principal != principal {
                 let message = format!(
-                    "Cannot change principals during re-authentication from {}: {principal}",
-                    previous.principal
+                    "Cannot change principals during re-authentication from {}.{}: {}.{}",
+                    previous.principal.principal_type(),
+                    previous.principal.name(),
+                    principal.principal_type(),
+                    principal.name()
                 );
+                self.failure_reason = Some(message.clone());
                 self.stage = Stage::Failed;
                 return failed(message);
             }
@@ -472,7 +543,6 @@ impl SaslAuthenticator {
             principal,
             mechanism,
             expires_at_ms: lifetime.map(|ms| now_ms + ms),
-            began_at_ms: self.exchange_began_ms,
         });
         self.reauthenticating = false;
         self.stage = Stage::Authenticated;
@@ -492,11 +562,15 @@ impl SaslAuthenticator {
         let session = self.session.as_ref();
         let expires = session.and_then(|s| s.expires_at_ms);
         if let Request::SaslHandshake { version, mechanism } = request {
-            // Only a session that ends may re-authenticate, at most once a second.
-            let began = session.map_or(now_ms, |s| s.began_at_ms);
-            if expires.is_some() && now_ms - began >= MIN_REAUTH_INTERVAL_MS {
+            // Only a session that ends may re-authenticate, at most once a
+            // second after the previous re-authentication began.
+            let too_soon = self
+                .last_reauth_start_ms
+                .is_some_and(|t| now_ms - t < MIN_REAUTH_INTERVAL_MS);
+            if expires.is_some() && !too_soon {
                 self.reauthenticating = true;
-                return self.handshake(version, mechanism, now_ms);
+                self.last_reauth_start_ms = Some(now_ms);
+                return self.handshake(version, mechanism);
             }
         }
         if expires.is_some_and(|at| now_ms > at) {

@@ -13,8 +13,15 @@
 //!
 //! Differences from Kafka, on purpose: an unknown user is refused at the
 //! final message, after a server-first built from a decoy credential, not
-//! at the first, so the exchange does not tell who exists; and the
-//! channel binding the client echoes must be the GS2 header it sent.
+//! at the first, and the channel binding the client echoes must be the GS2
+//! header it sent. The decoy has a salt of the length Strata's own
+//! credentials have and 4,096 iterations, derived from a secret the
+//! broker passes (the cluster's, so that it is the same on every broker
+//! and after restarts): a probe of one name sees what a user made by
+//! Strata with the default iterations looks like. It does not hide a
+//! user whose credential was set with other iterations, or by a tool
+//! that makes salts of another length (Kafka's make about 26 bytes); a
+//! server-first of such a user tells it exists, as Kafka's answers do.
 
 pub mod store;
 
@@ -114,7 +121,12 @@ pub enum CredentialError {
     },
     #[error("the password is empty")]
     EmptyPassword,
+    #[error("the system's secure random source failed")]
+    Random,
 }
+
+/// The length of the salts Strata makes (and of its decoys').
+const SALT_LEN: usize = 32;
 
 /// What the broker keeps of a user's password for one mechanism: never
 /// the password, only the salt and the two keys derived from it.
@@ -188,8 +200,8 @@ impl ScramCredential {
         password: &str,
         iterations: u32,
     ) -> Result<Self, CredentialError> {
-        let mut salt = [0u8; 32];
-        random(&mut salt);
+        let mut salt = [0u8; SALT_LEN];
+        random(&mut salt).map_err(|_| CredentialError::Random)?;
         ScramCredential::from_password(mechanism, password, &salt, iterations)
     }
 }
@@ -216,30 +228,35 @@ fn salted_password(
 }
 
 /// Fills `buf` from the system's secure random source.
-fn random(buf: &mut [u8]) {
-    // The system source fails only if the kernel's does; an all-zero
-    // value would then still be unique per process and never accepted
-    // as a proof, so there is nothing better to do than carry on.
-    let _ = rand::fill(buf);
+/// The system's secure random source failed: no salt, nonce or key can
+/// be made, so nothing is authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the system's secure random source failed")]
+pub struct RandomError;
+
+fn random(buf: &mut [u8]) -> Result<(), RandomError> {
+    rand::fill(buf).map_err(|_| RandomError)
 }
 
-/// A fresh secret for `ScramServer::new`'s decoy credentials (one per
-/// broker process).
-pub fn random_key() -> [u8; 32] {
+/// A fresh secret for `ScramServer::new`'s decoy credentials. For a decoy
+/// to be the same on every broker and after a restart, the cluster keeps
+/// one such secret (the server stores it with the credentials) and every
+/// broker passes that one.
+pub fn random_key() -> Result<[u8; 32], RandomError> {
     let mut key = [0u8; 32];
-    random(&mut key);
-    key
+    random(&mut key)?;
+    Ok(key)
 }
 
 /// A fresh server nonce: 32 characters of `[A-Za-z0-9]`.
-pub fn random_nonce() -> String {
+pub fn random_nonce() -> Result<String, RandomError> {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let mut bytes = [0u8; 32];
-    random(&mut bytes);
-    bytes
+    random(&mut bytes)?;
+    Ok(bytes
         .iter()
         .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
-        .collect()
+        .collect())
 }
 
 /// Why an exchange failed. The client sees `client_message`, never this.
@@ -330,22 +347,27 @@ impl ScramServer {
     /// An exchange with a fresh nonce. `decoy_key` is a secret of the
     /// broker's (random per process): an unknown user's decoy salt is
     /// derived from it, so it is the same on every attempt.
-    pub fn new(mechanism: ScramMechanism, decoy_key: [u8; 32]) -> Self {
-        ScramServer::with_nonce(mechanism, random_nonce(), decoy_key)
+    pub fn new(mechanism: ScramMechanism, decoy_key: [u8; 32]) -> Result<Self, RandomError> {
+        Ok(ScramServer::build(mechanism, random_nonce()?, decoy_key))
     }
 
-    /// An exchange with this server nonce (tests use known ones).
-    pub fn with_nonce(
-        mechanism: ScramMechanism,
-        server_nonce: String,
-        decoy_key: [u8; 32],
-    ) -> Self {
+    fn build(mechanism: ScramMechanism, server_nonce: String, decoy_key: [u8; 32]) -> Self {
         ScramServer {
             mechanism,
             server_nonce,
             decoy_key,
             state: State::First,
         }
+    }
+
+    /// An exchange with this server nonce (tests use known ones).
+    #[cfg(test)]
+    pub(crate) fn with_nonce(
+        mechanism: ScramMechanism,
+        server_nonce: String,
+        decoy_key: [u8; 32],
+    ) -> Self {
+        ScramServer::build(mechanism, server_nonce, decoy_key)
     }
 
     pub fn mechanism(&self) -> ScramMechanism {
@@ -517,7 +539,7 @@ impl ScramServer {
         let salt = m.mac(&self.decoy_key, format!("salt:{user}").as_bytes());
         ScramCredential {
             mechanism: m,
-            salt: salt[..16].to_vec(),
+            salt: salt[..SALT_LEN].to_vec(),
             iterations: ScramMechanism::MIN_ITERATIONS,
             stored_key: m.mac(&self.decoy_key, format!("stored:{user}").as_bytes()),
             server_key: m.mac(&self.decoy_key, format!("server:{user}").as_bytes()),

@@ -104,7 +104,7 @@ fn exchange(
 ) -> Result<ScramStep, ScramError> {
     let cred = ScramCredential::generate(m, "right password", 4096).expect("valid");
     let store = |u: &str| (u == "alice").then(|| cred.clone());
-    let mut s = ScramServer::new(m, KEY);
+    let mut s = ScramServer::new(m, KEY).expect("random");
     let bare = format!("n={user},r=clientnonce123");
     let first = continue_text(s.step(format!("n,,{bare}").as_bytes(), store));
     let salt = first
@@ -170,10 +170,10 @@ fn a_proof_from_another_session_fails() {
     let m = ScramMechanism::Sha256;
     let cred = ScramCredential::generate(m, "pw", 4096).expect("valid");
     let bare = "n=alice,r=abc";
-    let mut a = ScramServer::new(m, KEY);
+    let mut a = ScramServer::new(m, KEY).expect("random");
     let first_a = continue_text(a.step(format!("n,,{bare}").as_bytes(), |_| Some(cred.clone())));
     let fin_a = client_final(m, "pw", &cred.salt, 4096, bare, &first_a, "n,,");
-    let mut b = ScramServer::new(m, KEY);
+    let mut b = ScramServer::new(m, KEY).expect("random");
     let _ = continue_text(b.step(format!("n,,{bare}").as_bytes(), |_| Some(cred.clone())));
     assert_eq!(
         b.step(fin_a.as_bytes(), |_| None),
@@ -189,7 +189,7 @@ fn a_proof_from_another_session_fails() {
 fn an_unknown_user_sees_a_steady_decoy_and_the_generic_message() {
     let m = ScramMechanism::Sha512;
     let first = |user: &str| {
-        let mut s = ScramServer::new(m, KEY);
+        let mut s = ScramServer::new(m, KEY).expect("random");
         let text = continue_text(s.step(format!("n,,n={user},r=x").as_bytes(), |_| None));
         text.split_once(",s=").expect("salt").1.to_string()
     };
@@ -203,7 +203,7 @@ fn an_unknown_user_sees_a_steady_decoy_and_the_generic_message() {
     );
     // A credential of the other hash is no credential for this one.
     let other = ScramCredential::generate(ScramMechanism::Sha256, "pw", 4096).expect("valid");
-    let mut s = ScramServer::new(m, KEY);
+    let mut s = ScramServer::new(m, KEY).expect("random");
     let text = continue_text(s.step(b"n,,n=alice,r=x", |_| Some(other.clone())));
     assert!(!text.contains(&B64.encode(&other.salt)));
 }
@@ -212,13 +212,13 @@ fn an_unknown_user_sees_a_steady_decoy_and_the_generic_message() {
 fn authzid_and_escaped_names() {
     let m = ScramMechanism::Sha256;
     let mut seen = String::new();
-    let mut s = ScramServer::new(m, KEY);
+    let mut s = ScramServer::new(m, KEY).expect("random");
     let _ = continue_text(s.step(b"n,a=a=2Cb=3Dc,n=a=2Cb=3Dc,r=x", |u| {
         seen = u.to_string();
         None
     }));
     assert_eq!(seen, "a,b=c");
-    let mut s = ScramServer::new(m, KEY);
+    let mut s = ScramServer::new(m, KEY).expect("random");
     let e = s.step(b"n,a=admin,n=alice,r=x", |_| None).unwrap_err();
     assert_eq!(e, ScramError::AuthzidMismatch);
     assert!(e.client_message(m).contains("authorization id"));
@@ -229,7 +229,7 @@ fn authzid_and_escaped_names() {
 fn weak_stored_credentials_are_refused() {
     let mut weak = ScramCredential::generate(ScramMechanism::Sha256, "pw", 4096).expect("valid");
     weak.iterations = 1000;
-    let mut s = ScramServer::new(ScramMechanism::Sha256, KEY);
+    let mut s = ScramServer::new(ScramMechanism::Sha256, KEY).expect("random");
     assert!(matches!(
         s.step(b"n,,n=alice,r=x", |_| Some(weak)),
         Err(ScramError::WeakCredential {
@@ -314,7 +314,7 @@ fn malformed_messages_are_errors_not_panics() {
         b"n,,r=x,n=u",
     ];
     for f in firsts {
-        let mut s = ScramServer::new(ScramMechanism::Sha256, KEY);
+        let mut s = ScramServer::new(ScramMechanism::Sha256, KEY).expect("random");
         assert!(
             s.step(f, |_| None).is_err(),
             "{:?}",
@@ -336,7 +336,7 @@ fn malformed_messages_are_errors_not_panics() {
         b"c=,r=,p=,p=",
     ];
     for f in finals {
-        let mut s = ScramServer::new(ScramMechanism::Sha256, KEY);
+        let mut s = ScramServer::new(ScramMechanism::Sha256, KEY).expect("random");
         let _ = continue_text(s.step(b"n,,n=alice,r=x", |_| Some(cred.clone())));
         assert!(
             s.step(f, |_| None).is_err(),
@@ -346,10 +346,16 @@ fn malformed_messages_are_errors_not_panics() {
     }
 }
 
+/// Real exchanges with one to three bytes of one message changed (each
+/// change a real one): none authenticates, none panics, and most reach
+/// the final message, so the final check is what refuses them.
 #[test]
-fn generated_garbage_never_authenticates_or_panics() {
-    let alphabet: &[u8] = b"nyp,=aCr2D3cvis\x00\xff+/AB";
-    let cred = ScramCredential::generate(ScramMechanism::Sha256, "pw", 4096).expect("valid");
+fn mutated_exchanges_never_authenticate_or_panic() {
+    let m = ScramMechanism::Sha256;
+    let cred = ScramCredential::generate(m, "pw", 4096).expect("valid");
+    let bare = "n=alice,r=clientnonce";
+    let client_key = m.mac(&salted_password(m, b"pw", &cred.salt, 4096), b"Client Key");
+    let stored_key = m.hash(&client_key);
     let mut seed: u64 = 0xdecaf;
     let mut next = |n: usize| {
         seed = seed
@@ -357,17 +363,60 @@ fn generated_garbage_never_authenticates_or_panics() {
             .wrapping_add(1442695040888963407);
         ((seed >> 33) % n as u64) as usize
     };
-    for _ in 0..20_000 {
-        let len = next(24);
-        let msg: Vec<u8> = (0..len).map(|_| alphabet[next(alphabet.len())]).collect();
-        let mut s = ScramServer::new(ScramMechanism::Sha256, KEY);
-        if let Ok(ScramStep::Continue(_)) = s.step(&msg, |_| Some(cred.clone())) {
-            let len = next(40);
-            let fin: Vec<u8> = (0..len).map(|_| alphabet[next(alphabet.len())]).collect();
-            assert!(!matches!(
-                s.step(&fin, |_| None),
-                Ok(ScramStep::Authenticated { .. })
-            ));
+    let mut reached_final = 0;
+    let mut refused_at_final = 0;
+    for round in 0..4_000 {
+        let mutate_first = round % 2 == 0;
+        let mut first = format!("n,,{bare}").into_bytes();
+        let mut changes = Vec::new();
+        for _ in 0..1 + next(3) {
+            changes.push((next(1 << 16), 1 + next(255) as u8));
         }
+        let apply = |msg: &mut Vec<u8>| {
+            for (at, x) in &changes {
+                let i = at % msg.len();
+                msg[i] ^= x;
+            }
+        };
+        if mutate_first {
+            apply(&mut first);
+            if first == format!("n,,{bare}").into_bytes() {
+                continue; // two changes undid each other: a real exchange
+            }
+        }
+        let mut s = ScramServer::new(m, KEY).expect("random");
+        let Ok(ScramStep::Continue(server_first)) = s.step(&first, |_| Some(cred.clone())) else {
+            continue;
+        };
+        reached_final += 1;
+        let server_first = String::from_utf8(server_first).expect("UTF-8");
+        // The client's proof, from keys derived once (PBKDF2 is slow in a debug build).
+        let nonce = server_first
+            .split(',')
+            .next()
+            .and_then(|r| r.strip_prefix("r="))
+            .expect("nonce");
+        let without_proof = format!("c=biws,r={nonce}");
+        let auth = format!("{bare},{server_first},{without_proof}");
+        let sig = m.mac(&stored_key, auth.as_bytes());
+        let proof: Vec<u8> = client_key.iter().zip(&sig).map(|(a, b)| a ^ b).collect();
+        let mut fin = format!("{without_proof},p={}", B64.encode(proof)).into_bytes();
+        if !mutate_first {
+            let before = fin.clone();
+            apply(&mut fin);
+            if fin == before {
+                continue; // two changes undid each other: a real exchange
+            }
+        }
+        let result = s.step(&fin, |_| None);
+        assert!(
+            !matches!(result, Ok(ScramStep::Authenticated { .. })),
+            "round {round}: {:?} then {:?}",
+            String::from_utf8_lossy(&first),
+            String::from_utf8_lossy(&fin)
+        );
+        refused_at_final += 1;
     }
+    assert!(reached_final > 2_000, "{reached_final}");
+    assert!(refused_at_final > 2_000, "{refused_at_final}");
 }
