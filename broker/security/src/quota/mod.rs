@@ -19,6 +19,7 @@
 //! without bound, nor cost a sweep per request. Time is handed in.
 
 pub mod admin;
+pub mod connections;
 pub mod rate;
 
 use std::collections::HashMap;
