@@ -11,6 +11,8 @@
 //! - `dn`: a certificate's subject as Java prints it (what the mapping
 //!   rules match).
 //! - `jaas`: Kafka's `sasl.jaas.config` value (one login module).
+//! - `listeners`: named listeners and their security protocols, as
+//!   Kafka's `listeners` and related settings define them.
 //! - `oauthbearer`: OAUTHBEARER's client message and JWT validation
 //!   against a JSON Web Key Set (KIP-768's broker-side checks).
 //! - `plain`: SASL/PLAIN against a `PlainLoginModule` line's users.
@@ -32,6 +34,7 @@ pub mod acl;
 pub mod authorizer;
 pub mod dn;
 pub mod jaas;
+pub mod listeners;
 pub mod oauthbearer;
 pub mod plain;
 pub mod principal;
