@@ -238,13 +238,14 @@ CRATE_DEPS = [
     ("broker/cli", ["strata-protocol"],
      "the CLI is a Kafka client: the codec, strata-protocol and the admin API over HTTP,"
      " never the broker's state"),
-    ("broker/common", ["strata-format", "strata-prefetch"],
+    ("broker/common", ["strata-format", "strata-prefetch", "strata-security"],
      "settings, the clock and topic names sit below the log and the broker (the"
-     " history-read settings parse into strata-prefetch's types)"),
+     " history-read settings parse into strata-prefetch's types, the listeners'"
+     " into strata-security's)"),
     ("broker/storage", ["strata-common", "strata-format"],
      "the local log knows strata-format and its settings, never the bucket"
      " (the broker attaches a log::tiered_part::TieredPart)"),
-    ("broker/cluster", ["strata-common", "strata-storage"],
+    ("broker/cluster", ["strata-common", "strata-storage", "strata-security"],
      "the cluster replicates local logs; the bucket, the coordinators and the server are above it"),
     ("broker/coordinators", ["strata-common", "strata-storage", "strata-cluster", "strata-protocol",
                              "strata-format"],

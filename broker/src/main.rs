@@ -101,9 +101,11 @@ struct BrokerArgs {
     #[arg(long, env = "STRATA_DATA_DIR", default_value = "./data")]
     data_dir: PathBuf,
 
-    /// Address the Kafka protocol listener binds to (port 0 picks a free port).
-    #[arg(long, env = "STRATA_LISTEN", default_value = "127.0.0.1:9092")]
-    listen: String,
+    /// Address of the one PLAINTEXT Kafka listener (port 0 picks a free
+    /// port); default 127.0.0.1:9092. The `listeners` setting names
+    /// several listeners with their protocols instead (docs/security.md).
+    #[arg(long, env = "STRATA_LISTEN")]
+    listen: Option<String>,
 
     /// HOST:PORT clients are told to connect to (Metadata). Defaults to the
     /// listen address.
@@ -161,14 +163,22 @@ struct BrokerArgs {
     /// offsets.retention.check.interval.ms, offsets.commit.timeout.ms,
     /// offset.metadata.max.bytes, group.min.session.timeout.ms,
     /// group.max.session.timeout.ms, group.initial.rebalance.delay.ms.
-    /// In STRATA_SET, separate several with ';'.
-    #[arg(
-        long = "set",
-        env = "STRATA_SET",
-        value_name = "NAME=VALUE",
-        value_delimiter = ';'
-    )]
+    /// In STRATA_SET, separate several with ';' (a ';' inside a value,
+    /// as a JAAS line ends with, stays part of it unless a NAME= follows).
+    /// Flags win over STRATA_SET.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
     set: Vec<String>,
+
+    /// A SCRAM user added at start if it has no credential for that
+    /// mechanism, as Kafka's `kafka-storage format --add-scram`:
+    /// `SCRAM-SHA-512=[name=admin,password=admin-secret]` (repeatable;
+    /// `iterations=N` optional, 4096 by default). An existing credential is
+    /// never replaced: change passwords with AlterUserScramCredentials.
+    #[arg(
+        long = "add-scram",
+        value_name = "MECHANISM=[name=USER,password=PASSWORD]"
+    )]
+    add_scram: Vec<String>,
 
     /// Log output format.
     #[arg(long, env = "STRATA_LOG_FORMAT", value_enum, default_value = "text")]
@@ -255,8 +265,49 @@ fn init_tracing(format: LogFormat, level: &str) {
     }
 }
 
+/// STRATA_SET's settings: split at each ';' that a `NAME=` (or the end)
+/// follows, so a value may hold ';'; a JAAS line (`…sasl.jaas.config`)
+/// keeps the ';' it ends with.
+fn env_sets(value: &str) -> Vec<String> {
+    let starts_setting = |rest: &str| {
+        let rest = rest.trim_start();
+        rest.find('=').is_some_and(|i| {
+            i > 0
+                && rest[..i]
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        })
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut current = String::new();
+    let mut rest = value;
+    while let Some(i) = rest.find(';') {
+        let (head, tail) = (&rest[..i], &rest[i + 1..]);
+        current.push_str(head);
+        if starts_setting(tail) || tail.trim().is_empty() {
+            let name = current.split('=').next().unwrap_or("").trim();
+            if name.ends_with("sasl.jaas.config") {
+                current.push(';');
+            }
+            out.push(std::mem::take(&mut current));
+        } else {
+            current.push(';');
+        }
+        rest = tail;
+    }
+    current.push_str(rest);
+    out.push(current);
+    out.into_iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
 async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
-    let mut sets = args.set.clone();
+    let mut sets = std::env::var("STRATA_SET")
+        .map(|v| env_sets(&v))
+        .unwrap_or_default();
+    sets.extend(args.set.iter().cloned());
     if let Some(id) = args.node_id {
         sets.push(format!("node.id={id}"));
     }
@@ -265,8 +316,10 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     );
     let node = Node::start(NodeOptions {
         data_dir: args.data_dir,
-        listen: args.listen,
+        listen_given: args.listen.is_some(),
+        listen: args.listen.unwrap_or_else(|| "127.0.0.1:9092".to_string()),
         advertised_listener: args.advertised_listener,
+        add_scram: args.add_scram,
         http_listen: args.http_listen,
         http_token: http_token(args.http_token_file.as_deref())?,
         object_store: args.object_store,

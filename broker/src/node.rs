@@ -44,8 +44,12 @@ pub struct NodeOptions {
     pub data_dir: PathBuf,
     /// The Kafka listener's bind address (port 0: any free port).
     pub listen: String,
+    /// `--listen` was given explicitly (refused with `listeners`).
+    pub listen_given: bool,
     /// HOST:PORT advertised in Metadata (default: the listen address).
     pub advertised_listener: Option<String>,
+    /// `--add-scram` values: SCRAM users added at start when absent.
+    pub add_scram: Vec<String>,
     /// The HTTP API's bind address.
     pub http_listen: String,
     pub http_token: Token,
@@ -318,22 +322,62 @@ impl Node {
                 .await
                 .ctx("group coordinator loading task failed")??;
 
-        let listener = TcpListener::bind(&opts.listen)
-            .await
-            .with_ctx(|| format!("cannot listen on {}", opts.listen))?;
-        let local: SocketAddr = listener.local_addr()?;
-        let (host, port) = match &opts.advertised_listener {
-            Some(a) => parse_host_port(a, "--advertised-listener")?,
-            None => {
-                let ip = local.ip();
-                if ip.is_unspecified() {
-                    tracing::warn!("listening on all interfaces without --advertised-listener; advertising 127.0.0.1");
-                    ("127.0.0.1".to_string(), local.port())
-                } else {
-                    (ip.to_string(), local.port())
-                }
-            }
-        };
+        let mut bootstrap_users = Vec::new();
+        for value in &opts.add_scram {
+            bootstrap_users.push(
+                strata_cluster::security_store::parse_add_scram(value)
+                    .map_err(|e| NodeError::Refused(e.to_string()))?,
+            );
+        }
+        let scram = strata_cluster::security_store::SecurityStore::open(
+            cluster_store.clone(),
+            (!clustered).then(|| opts.data_dir.join("security")),
+            bootstrap_users,
+            shutdown_rx.clone(),
+        )
+        .await
+        .ctx("loading the SCRAM credentials")?;
+        let bound = server::listeners::bind(
+            &settings.security,
+            &server::listeners::ListenFlags {
+                listen: &opts.listen,
+                listen_given: opts.listen_given,
+                advertised_listener: opts.advertised_listener.as_deref(),
+            },
+            Arc::new(scram.view()),
+            scram.decoy_key(),
+        )
+        .await
+        .map_err(NodeError::Refused)?;
+        let inter_broker = bound
+            .listeners
+            .iter()
+            .find(|l| l.advertised.name == bound.inter_broker)
+            .ok_or_else(|| {
+                NodeError::Refused(format!(
+                    "the inter-broker listener {} is not among the listeners",
+                    bound.inter_broker
+                ))
+            })?;
+        if clustered
+            && inter_broker.context.protocol
+                != strata_security::listeners::SecurityProtocol::Plaintext
+        {
+            return Err(NodeError::Refused(format!(
+                "the inter-broker listener {} is {}: brokers replicate over PLAINTEXT only for now (docs/security-plan.md); add a PLAINTEXT listener for inter.broker.listener.name",
+                inter_broker.advertised.name, inter_broker.context.protocol
+            )));
+        }
+        let local: SocketAddr = inter_broker.local;
+        let (host, port) = (
+            inter_broker.advertised.host.clone(),
+            inter_broker.advertised.port,
+        );
+        let advertised: Vec<server::listeners::Advertised> = bound
+            .listeners
+            .iter()
+            .map(|l| l.advertised.clone())
+            .collect();
         let producer_ids = Arc::new(
             crate::producer_ids::ProducerIdManager::open(&opts.data_dir, config.node_id())
                 .ctx("cannot open the producer id block")?,
@@ -378,8 +422,20 @@ impl Node {
                 cluster_store,
                 logs.clone(),
                 host.clone(),
-                port as i32,
+                port,
                 rack,
+                if advertised.len() > 1 {
+                    advertised
+                        .iter()
+                        .map(|a| crate::cluster::records::ListenerEndpoint {
+                            name: a.name.clone(),
+                            host: a.host.clone(),
+                            port: a.port,
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                },
                 config.node_id(),
                 crate::cluster::membership::SessionTimes {
                     session_timeout: settings.cluster.session_timeout,
@@ -439,7 +495,9 @@ impl Node {
             config: config.clone(),
             node_id: config.node_id(),
             advertised_host: host.clone(),
-            advertised_port: port as i32,
+            advertised_port: port,
+            listeners: advertised.clone(),
+            scram,
             max_request_bytes: settings.socket_request_max_bytes,
             remote: remote.clone(),
             dynamic,
@@ -483,7 +541,11 @@ impl Node {
             settings.dlq.unconsumed_warn_ms,
         );
         dlq.start_background(settings.dlq.check_interval);
-        let server = tokio::spawn(server::serve(listener, broker.clone(), shutdown_rx.clone()));
+        let server = tokio::spawn(server::serve(
+            bound.listeners,
+            broker.clone(),
+            shutdown_rx.clone(),
+        ));
         // What `/metrics` reads: each component's own families.
         let mut metrics = crate::http::MetricSources::default();
         metrics.register(logs.clone());
@@ -577,7 +639,9 @@ mod tests {
         NodeOptions {
             data_dir: dir.to_path_buf(),
             listen: "127.0.0.1:0".into(),
+            listen_given: false,
             advertised_listener: None,
+            add_scram: Vec::new(),
             http_listen: "127.0.0.1:0".into(),
             http_token: Token::none(),
             object_store: None,

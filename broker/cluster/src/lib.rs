@@ -16,3 +16,4 @@ pub mod coordinator_log;
 pub(crate) mod coordinator_ownership;
 pub mod producer_ids;
 pub mod replication;
+pub mod security_store;

@@ -70,6 +70,8 @@ top_level!(
     AddOffsetsToTxnResponse,
     EndTxnResponse,
     ListTransactionsResponse,
+    SaslHandshakeResponse,
+    SaslAuthenticateResponse,
 );
 
 /// Responses with a list of results, each with an `error_code`.
@@ -94,6 +96,8 @@ per_item!(
     DescribeGroupsResponse => groups,
     DeleteGroupsResponse => results,
     DescribeTransactionsResponse => transaction_states,
+    DescribeUserScramCredentialsResponse => results,
+    AlterUserScramCredentialsResponse => results,
 );
 
 impl ErrorCodes for DescribeLogDirsResponse {

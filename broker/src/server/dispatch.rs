@@ -15,6 +15,8 @@ use kafka_protocol::ResponseError;
 use thiserror::Error;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use strata_security::principal::KafkaPrincipal;
+
 use crate::decode_bounds as bounds;
 use crate::metrics::errors;
 
@@ -61,6 +63,11 @@ pub struct Request {
     /// The connection's budget for response bytes not yet written to its
     /// socket (None outside a connection: tests).
     pub response_budget: Option<Arc<Semaphore>>,
+    /// Who sent it: the SASL identity, the client certificate's mapped
+    /// subject, or `User:ANONYMOUS`.
+    pub principal: Arc<KafkaPrincipal>,
+    /// The listener it came in on (its name, upper case).
+    pub listener: Arc<str>,
 }
 
 /// Response bytes one connection may hold before they reach its socket:
@@ -107,12 +114,14 @@ impl Request {
             header,
             body: frame,
             response_budget: None,
+            principal: Arc::new(KafkaPrincipal::anonymous()),
+            listener: Arc::from("PLAINTEXT"),
         })
     }
 
     /// Decodes the body, once [`bounds`] has found that doing so costs no
     /// more than a small multiple of its size.
-    fn decode<T: Decodable>(&mut self) -> Result<T, DispatchError> {
+    pub(crate) fn decode_body<T: Decodable>(&mut self) -> Result<T, DispatchError> {
         bounds::check_request(self.api_key as i16, self.version, &self.body).map_err(|source| {
             DispatchError::OutOfBounds {
                 api: self.api_key,
@@ -197,7 +206,7 @@ pub async fn prepare(mut req: Request, broker: &Arc<Broker>) -> Prepared {
     }
     match api {
         ApiKey::Produce => {
-            let r: ProduceRequest = match req.decode() {
+            let r: ProduceRequest = match req.decode_body() {
                 Ok(r) => r,
                 Err(e) => return Prepared::Ready(Err(e)),
             };
@@ -213,7 +222,7 @@ pub async fn prepare(mut req: Request, broker: &Arc<Broker>) -> Prepared {
             }))
         }
         ApiKey::Fetch => {
-            let mut r: FetchRequest = match req.decode() {
+            let mut r: FetchRequest = match req.decode_body() {
                 Ok(r) => r,
                 Err(e) => return Prepared::Ready(Err(e)),
             };
@@ -303,8 +312,17 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
     }
     macro_rules! route {
         ($req_ty:ty, $handler:expr) => {{
-            let r: $req_ty = req.decode()?;
+            let r: $req_ty = req.decode_body()?;
             let resp = $handler(r, version, broker).await;
+            errors::count(api, &resp);
+            encode_response(cid, version, &resp).map(Some)
+        }};
+    }
+    // The same, for handlers that answer with the listener's addresses.
+    macro_rules! route_on {
+        ($req_ty:ty, $handler:expr) => {{
+            let r: $req_ty = req.decode_body()?;
+            let resp = $handler(r, version, broker, &req.listener).await;
             errors::count(api, &resp);
             encode_response(cid, version, &resp).map(Some)
         }};
@@ -316,9 +334,9 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
         ApiKey::OffsetForLeaderEpoch => {
             route!(OffsetForLeaderEpochRequest, handlers::leader_epoch::handle)
         }
-        ApiKey::Metadata => route!(MetadataRequest, handlers::metadata::handle),
+        ApiKey::Metadata => route_on!(MetadataRequest, handlers::metadata::handle),
         ApiKey::ApiVersions => {
-            let r: ApiVersionsRequest = req.decode()?;
+            let r: ApiVersionsRequest = req.decode_body()?;
             let resp = if version >= 3 && !handlers::cluster::valid_client_software(&r) {
                 // KIP-511, as Kafka: INVALID_REQUEST and no API list.
                 let mut e = ApiVersionsResponse::default();
@@ -330,10 +348,10 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
             encode_response(cid, version, &resp).map(Some)
         }
         ApiKey::FindCoordinator => {
-            route!(FindCoordinatorRequest, handlers::cluster::find_coordinator)
+            route_on!(FindCoordinatorRequest, handlers::cluster::find_coordinator)
         }
         ApiKey::DescribeCluster => {
-            route!(DescribeClusterRequest, handlers::cluster::describe_cluster)
+            route_on!(DescribeClusterRequest, handlers::cluster::describe_cluster)
         }
         ApiKey::ElectLeaders => route!(ElectLeadersRequest, handlers::elect_leaders::handle),
         ApiKey::DeleteRecords => route!(DeleteRecordsRequest, handlers::delete_records::handle),
@@ -362,7 +380,7 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
             )
         }
         ApiKey::JoinGroup => {
-            let r: JoinGroupRequest = req.decode()?;
+            let r: JoinGroupRequest = req.decode_body()?;
             let client_id = req.header.client_id.as_deref().unwrap_or("").to_string();
             let host = format!("/{}", req.peer);
             let resp = handlers::groups::join_group(r, version, broker, &client_id, &host).await;
@@ -415,6 +433,18 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
                 handlers::txn_admin::write_txn_markers
             )
         }
+        // A listener with SASL hands these to the connection's
+        // authenticator before dispatch; here they came on one without.
+        ApiKey::SaslHandshake => route!(SaslHandshakeRequest, handlers::sasl::handshake),
+        ApiKey::SaslAuthenticate => route!(SaslAuthenticateRequest, handlers::sasl::authenticate),
+        ApiKey::DescribeUserScramCredentials => route!(
+            DescribeUserScramCredentialsRequest,
+            handlers::scram_users::describe
+        ),
+        ApiKey::AlterUserScramCredentials => route!(
+            AlterUserScramCredentialsRequest,
+            handlers::scram_users::alter
+        ),
         other => Err(DispatchError::UnsupportedVersion {
             api: other,
             version,

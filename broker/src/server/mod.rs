@@ -7,6 +7,8 @@ pub mod connection;
 pub mod dispatch;
 pub mod handlers;
 pub mod legacy;
+pub mod listeners;
+pub mod tls;
 pub mod topic_admin;
 pub mod versions;
 
@@ -38,8 +40,14 @@ pub struct Broker {
     pub txns: Arc<TransactionCoordinator>,
     pub config: Arc<BrokerConfig>,
     pub node_id: i32,
+    /// The inter-broker listener's advertised address (what the cluster
+    /// registers).
     pub advertised_host: String,
     pub advertised_port: i32,
+    /// Every listener's advertised address.
+    pub listeners: Vec<listeners::Advertised>,
+    /// The cluster's SCRAM users.
+    pub scram: Arc<strata_cluster::security_store::SecurityStore>,
     pub max_request_bytes: usize,
     /// Broker settings changed at run time.
     pub dynamic: Arc<DynamicConfigs>,
@@ -72,6 +80,7 @@ impl Broker {
                 rack: self.rack(),
                 incarnation: uuid::Uuid::nil(),
                 shutting_down: false,
+                endpoints: Vec::new(),
             });
             brokers.sort_by_key(|r| r.node_id);
         }
@@ -99,6 +108,24 @@ impl Broker {
         self.replicas
             .coordinator_for(topic, key, self.live_brokers())
     }
+    /// Every live broker as a client of `listener` reaches it.
+    pub fn live_brokers_on(&self, listener: &str) -> Vec<BrokerRegistration> {
+        let mut brokers = self.live_brokers();
+        for b in &mut brokers {
+            (b.host, b.port) = self.address_on(b, listener);
+        }
+        brokers
+    }
+    /// Where a client of `listener` reaches broker `reg`.
+    pub fn address_on(&self, reg: &BrokerRegistration, listener: &str) -> (String, i32) {
+        if reg.node_id == self.node_id {
+            if let Some(a) = self.listeners.iter().find(|a| a.name == listener) {
+                return (a.host.clone(), a.port);
+            }
+        }
+        let (host, port) = reg.endpoint_for(listener);
+        (host.to_string(), port)
+    }
     /// The controller's node id, -1 while there is none.
     pub fn controller_id(&self) -> i32 {
         self.cluster.controller_id().unwrap_or(-1)
@@ -109,9 +136,24 @@ impl Broker {
     }
 }
 
-/// Accepts connections until `shutdown` flips to true.
+/// Accepts connections on every listener until `shutdown` flips to true.
 pub async fn serve(
+    bound: Vec<listeners::BoundListener>,
+    broker: Arc<Broker>,
+    shutdown: watch::Receiver<bool>,
+) {
+    let loops: Vec<_> = bound
+        .into_iter()
+        .map(|l| tokio::spawn(accept(l.tcp, l.context, broker.clone(), shutdown.clone())))
+        .collect();
+    for l in loops {
+        let _ = l.await;
+    }
+}
+
+async fn accept(
     listener: TcpListener,
+    context: Arc<connection::ListenerContext>,
     broker: Arc<Broker>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -121,7 +163,8 @@ pub async fn serve(
                 Ok((stream, peer)) => {
                     let b = broker.clone();
                     let sd = shutdown.clone();
-                    tokio::spawn(connection::handle_connection(stream, peer, b, sd));
+                    let c = context.clone();
+                    tokio::spawn(connection::handle_connection(stream, peer, b, c, sd));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed");

@@ -56,6 +56,7 @@ async fn broker(dir: &std::path::Path) -> Broker {
             "127.0.0.1".into(),
             9092,
             None,
+            Vec::new(),
             0,
             crate::cluster::membership::SessionTimes {
                 session_timeout: std::time::Duration::from_secs(9),
@@ -101,6 +102,19 @@ async fn broker(dir: &std::path::Path) -> Broker {
         )),
         advertised_host: "127.0.0.1".into(),
         advertised_port: 9092,
+        listeners: vec![super::listeners::Advertised {
+            name: "PLAINTEXT".into(),
+            host: "127.0.0.1".into(),
+            port: 9092,
+        }],
+        scram: strata_cluster::security_store::SecurityStore::open(
+            crate::cluster::open_store(None).unwrap(),
+            None,
+            Vec::new(),
+            tokio::sync::watch::channel(false).1,
+        )
+        .await
+        .unwrap(),
         max_request_bytes: 1 << 20,
         cluster,
     }
@@ -133,7 +147,7 @@ async fn every_response_encodes_at_every_advertised_version() {
         let mut missing = metadata_request::MetadataRequestTopic::default();
         missing.name = Some(TopicName(s("bad name!")));
         req.topics = Some(vec![t, missing]);
-        let r = handlers::metadata::handle(req, v, &b).await;
+        let r = handlers::metadata::handle(req, v, &b, "PLAINTEXT").await;
         assert_eq!(r.topics[0].partitions.len(), 2);
         check(ApiKey::Metadata, v, &r);
     }
@@ -225,7 +239,7 @@ async fn every_response_encodes_at_every_advertised_version() {
         check(
             ApiKey::FindCoordinator,
             v,
-            &handlers::cluster::find_coordinator(req, v, &b).await,
+            &handlers::cluster::find_coordinator(req, v, &b, "PLAINTEXT").await,
         );
     }
     for v in versions(ApiKey::DescribeCluster) {
@@ -234,7 +248,7 @@ async fn every_response_encodes_at_every_advertised_version() {
         check(
             ApiKey::DescribeCluster,
             v,
-            &handlers::cluster::describe_cluster(req, v, &b).await,
+            &handlers::cluster::describe_cluster(req, v, &b, "PLAINTEXT").await,
         );
     }
     for v in versions(ApiKey::ElectLeaders) {

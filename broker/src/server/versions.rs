@@ -45,6 +45,10 @@ pub const SUPPORTED: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::WriteTxnMarkers, 0, 1),
     (ApiKey::OffsetForLeaderEpoch, 0, 4),
+    (ApiKey::SaslHandshake, 0, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
 ];
 
 pub fn range(api: ApiKey) -> Option<(i16, i16)> {

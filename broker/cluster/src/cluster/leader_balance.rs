@@ -160,6 +160,7 @@ mod tests {
                         rack: None,
                         incarnation: uuid::Uuid::nil(),
                         shutting_down: false,
+                        endpoints: Vec::new(),
                     },
                     broker_epoch: 1,
                 },

@@ -113,6 +113,7 @@ impl Cluster {
         host: String,
         port: i32,
         rack: Option<String>,
+        endpoints: Vec<records::ListenerEndpoint>,
         node_id: i32,
         times: SessionTimes,
         shutdown: watch::Receiver<bool>,
@@ -126,6 +127,7 @@ impl Cluster {
             rack,
             incarnation,
             shutting_down: false,
+            endpoints,
         };
         let view = ClusterView::start(store.clone(), shutdown.clone());
         let membership = Membership::start(store.clone(), me, times, shutdown.clone()).await?;

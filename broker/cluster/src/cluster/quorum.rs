@@ -288,6 +288,7 @@ mod tests {
                             rack: None,
                             incarnation: uuid::Uuid::nil(),
                             shutting_down: false,
+                            endpoints: Vec::new(),
                         },
                         broker_epoch: 100 + i64::from(*id),
                     },

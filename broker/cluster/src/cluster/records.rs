@@ -187,6 +187,33 @@ pub struct BrokerRegistration {
     /// keeps replicating) until it leaves.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub shutting_down: bool,
+    /// Every advertised listener (`host`/`port` are the inter-broker
+    /// one's): Metadata answers each client with the addresses of the
+    /// listener it connected to. Empty from a broker with one listener.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<ListenerEndpoint>,
+}
+
+/// One advertised listener of a broker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListenerEndpoint {
+    /// The listener's name, upper case.
+    pub name: String,
+    pub host: String,
+    pub port: i32,
+}
+
+impl BrokerRegistration {
+    /// Where a client of `listener` reaches this broker: that listener's
+    /// endpoint, or the registered one when the broker does not list it.
+    pub fn endpoint_for(&self, listener: &str) -> (&str, i32) {
+        self.endpoints
+            .iter()
+            .find(|e| e.name == listener)
+            .map_or((self.host.as_str(), self.port), |e| {
+                (e.host.as_str(), e.port)
+            })
+    }
 }
 
 /// Who the controller is.

@@ -19,6 +19,8 @@ pub enum ConfigType {
     Long = 5,
     Double = 6,
     List = 7,
+    /// A secret: DescribeConfigs answers it as sensitive, with no value.
+    Password = 9,
 }
 
 /// How a value is checked.

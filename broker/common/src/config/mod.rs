@@ -10,6 +10,8 @@ pub(crate) mod cluster_defs;
 pub(crate) mod defs;
 pub mod dynamic;
 pub mod reference;
+pub mod security;
+pub(crate) mod security_defs;
 pub mod settings;
 
 use std::collections::BTreeMap;
@@ -43,6 +45,7 @@ pub fn broker_defs() -> impl Iterator<Item = &'static ConfigDef> {
     BROKER_CONFIGS
         .iter()
         .chain(cluster_defs::CLUSTER_BROKER_CONFIGS.iter())
+        .chain(security_defs::SECURITY_BROKER_CONFIGS.iter())
 }
 
 #[derive(Debug, Error)]
@@ -72,9 +75,35 @@ pub struct BrokerConfig {
     settings: Arc<BrokerSettings>,
 }
 
-/// The operator's values by name, with Kafka's fallbacks.
-#[derive(Debug, Clone, Default)]
+/// The operator's values by name, with Kafka's fallbacks. `Debug` hides
+/// secrets (keys, JAAS lines).
+#[derive(Clone, Default)]
 struct Values(BTreeMap<String, String>);
+
+impl std::fmt::Debug for Values {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.0.iter().map(|(k, v)| {
+                let shown = if is_sensitive(k) {
+                    "[hidden]"
+                } else {
+                    v.as_str()
+                };
+                (k, shown)
+            }))
+            .finish()
+    }
+}
+
+/// Whether a setting holds a secret: its value is never shown
+/// (DescribeConfigs answers it as sensitive, logs and `Debug` hide it).
+pub fn is_sensitive(name: &str) -> bool {
+    match security::listener_setting(name) {
+        Some((_, security::PerListener::Jaas(_))) => true,
+        Some((_, security::PerListener::Setting(def))) => def.kind == ConfigType::Password,
+        None => broker_def(name).is_some_and(|d| d.kind == ConfigType::Password),
+    }
+}
 
 impl Values {
     fn explicit(&self, name: &str) -> Option<&str> {
@@ -116,10 +145,30 @@ impl Values {
 
     /// Validates and records one operator value.
     fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
-        let def = broker_def(name).ok_or_else(|| ConfigError::Unknown(name.to_string()))?;
-        def.validate(value).map_err(ConfigError::Invalid)?;
+        match security::listener_setting(name) {
+            Some((_, security::PerListener::Setting(def))) => {
+                def.validate(value).map_err(ConfigError::Invalid)?
+            }
+            Some((_, security::PerListener::Jaas(_))) => {
+                security::check_jaas(name, value).map_err(ConfigError::Invalid)?
+            }
+            None => {
+                let def = broker_def(name).ok_or_else(|| ConfigError::Unknown(name.to_string()))?;
+                def.validate(value).map_err(ConfigError::Invalid)?;
+            }
+        }
         self.0.insert(name.to_string(), value.trim().to_string());
         Ok(())
+    }
+
+    /// A listener's value of `name`: `listener.name.<listener>.<name>` if
+    /// set, else the broker-wide value (Kafka's order).
+    fn for_listener(&self, listener: &str, name: &str) -> String {
+        let prefixed = format!("listener.name.{}.{name}", listener.to_ascii_lowercase());
+        match self.explicit(&prefixed) {
+            Some(v) => v.to_string(),
+            None => self.value(name),
+        }
     }
 }
 

@@ -19,6 +19,7 @@ fn kind(k: ConfigType) -> &'static str {
         ConfigType::Long => "long",
         ConfigType::Double => "double",
         ConfigType::List => "list",
+        ConfigType::Password => "password",
     }
 }
 

@@ -70,6 +70,8 @@ pub struct BrokerSettings {
     pub replica: ReplicaSettings,
     pub remote: RemoteSettings,
     pub dlq: DlqSettings,
+    /// Listeners, TLS and SASL (`security.rs`).
+    pub security: super::security::SecuritySettings,
 }
 
 /// The log cleaner (`log.cleaner.*`).
@@ -421,6 +423,10 @@ impl BrokerSettings {
                 unconsumed_warn_ms: r.i64("dlq.unconsumed.warn.ms")?,
                 check_interval: r.ms("dlq.check.interval.ms", 100)?,
             },
+            security: super::security::SecuritySettings::parse(
+                values,
+                r.ms("connection.failed.authentication.delay.ms", 0)?,
+            )?,
         })
     }
 }

@@ -122,6 +122,11 @@ impl CredentialStore {
         self.credentials.len()
     }
 
+    /// Every credential, by user (to store them).
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &ScramCredential)> {
+        self.credentials.iter().map(|((u, _), c)| (u.as_str(), c))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.credentials.is_empty()
     }

@@ -70,6 +70,7 @@ pub async fn describe_cluster(
     req: DescribeClusterRequest,
     _version: i16,
     b: &Broker,
+    listener: &str,
 ) -> DescribeClusterResponse {
     let mut r = DescribeClusterResponse::default();
     // endpoint_type 1 = brokers; 2 (controllers) is not something a
@@ -84,7 +85,7 @@ pub async fn describe_cluster(
     r.endpoint_type = 1;
     r.cluster_authorized_operations = NO_AUTHORIZED_OPERATIONS;
     r.brokers = b
-        .live_brokers()
+        .live_brokers_on(listener)
         .into_iter()
         .map(|reg| {
             let mut broker = DescribeClusterBroker::default();
@@ -102,6 +103,7 @@ pub async fn find_coordinator(
     req: FindCoordinatorRequest,
     version: i16,
     b: &Broker,
+    listener: &str,
 ) -> FindCoordinatorResponse {
     let mut r = FindCoordinatorResponse::default();
     // The coordinator of a key is the leader of its internal partition
@@ -135,9 +137,10 @@ pub async fn find_coordinator(
                 let mut c = Coordinator::default();
                 match lookup(&key) {
                     Ok(node) => {
+                        let (host, port) = b.address_on(&node, listener);
                         c.node_id = BrokerId(node.node_id);
-                        c.host = s(node.host);
-                        c.port = node.port;
+                        c.host = s(host);
+                        c.port = port;
                     }
                     Err((code, why)) => {
                         c.error_code = code;
@@ -153,9 +156,10 @@ pub async fn find_coordinator(
     } else {
         match lookup(&req.key) {
             Ok(node) => {
+                let (host, port) = b.address_on(&node, listener);
                 r.node_id = BrokerId(node.node_id);
-                r.host = s(node.host);
-                r.port = node.port;
+                r.host = s(host);
+                r.port = port;
             }
             Err((code, why)) => {
                 r.error_code = code;

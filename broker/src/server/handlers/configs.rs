@@ -54,7 +54,10 @@ fn entry(
 ) -> DescribeConfigsResourceResult {
     let mut e = DescribeConfigsResourceResult::default();
     e.name = s(c.def.name);
-    e.value = c.value.map(s);
+    // A secret is described with no value (Kafka's PASSWORD type).
+    let sensitive = c.def.kind == crate::config::ConfigType::Password;
+    e.is_sensitive = sensitive;
+    e.value = c.value.filter(|_| !sensitive).map(s);
     e.config_source = c.source as i8;
     e.read_only = c.read_only;
     if include_synonyms {
@@ -64,7 +67,7 @@ fn entry(
             .map(|(name, value, source)| {
                 let mut syn = DescribeConfigsSynonym::default();
                 syn.name = s(name);
-                syn.value = value.map(s);
+                syn.value = value.filter(|_| !sensitive).map(s);
                 syn.source = source as i8;
                 syn
             })

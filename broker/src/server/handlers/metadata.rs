@@ -27,12 +27,17 @@ pub(crate) const ALL_TOPIC_OPERATIONS: i32 =
 pub(crate) const ALL_CLUSTER_OPERATIONS: i32 =
     (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
 
-pub async fn handle(req: MetadataRequest, version: i16, b: &Broker) -> MetadataResponse {
+pub async fn handle(
+    req: MetadataRequest,
+    version: i16,
+    b: &Broker,
+    listener: &str,
+) -> MetadataResponse {
     // KIP-430: asked for, the operations allowed (Strata has no
     // authorizer: all of them), on the topics found.
     let topic_ops = version >= 8 && req.include_topic_authorized_operations;
     let cluster_ops = (8..=10).contains(&version) && req.include_cluster_authorized_operations;
-    let mut r = handle_topics(req, version, b).await;
+    let mut r = handle_topics(req, version, b, listener).await;
     if topic_ops {
         for t in r.topics.iter_mut().filter(|t| t.error_code == 0) {
             t.topic_authorized_operations = ALL_TOPIC_OPERATIONS;
@@ -44,10 +49,15 @@ pub async fn handle(req: MetadataRequest, version: i16, b: &Broker) -> MetadataR
     r
 }
 
-async fn handle_topics(req: MetadataRequest, version: i16, b: &Broker) -> MetadataResponse {
+async fn handle_topics(
+    req: MetadataRequest,
+    version: i16,
+    b: &Broker,
+    listener: &str,
+) -> MetadataResponse {
     let mut r = MetadataResponse::default();
     r.brokers = b
-        .live_brokers()
+        .live_brokers_on(listener)
         .into_iter()
         .map(|reg| {
             let mut broker = MetadataResponseBroker::default();

@@ -15,6 +15,8 @@ pub mod metadata;
 pub mod produce;
 pub mod producer;
 pub mod reassignments;
+pub mod sasl;
+pub mod scram_users;
 pub mod topics;
 pub mod txn;
 pub mod txn_admin;

@@ -1,0 +1,109 @@
+//! DescribeUserScramCredentials and AlterUserScramCredentials: the
+//! cluster's SCRAM users (`strata_cluster::security_store`), with Kafka's
+//! per-user results and messages (`strata_security::scram::store`).
+
+use kafka_protocol::messages::alter_user_scram_credentials_response::AlterUserScramCredentialsResult;
+use kafka_protocol::messages::describe_user_scram_credentials_response::{
+    CredentialInfo, DescribeUserScramCredentialsResult,
+};
+use kafka_protocol::messages::{
+    AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse,
+};
+use kafka_protocol::ResponseError;
+use strata_security::scram::store::{Deletion, Upsertion};
+
+use super::s;
+use crate::server::Broker;
+
+pub async fn describe(
+    r: DescribeUserScramCredentialsRequest,
+    _version: i16,
+    b: &Broker,
+) -> DescribeUserScramCredentialsResponse {
+    let users: Option<Vec<String>> = r
+        .users
+        .map(|u| u.into_iter().map(|u| u.name.to_string()).collect());
+    let mut resp = DescribeUserScramCredentialsResponse::default();
+    resp.results = b
+        .scram
+        .describe(users.as_deref())
+        .into_iter()
+        .map(|d| {
+            let mut out = DescribeUserScramCredentialsResult::default();
+            out.user = s(d.result.user);
+            out.error_code = d.result.error_code;
+            out.error_message = d.result.error_message.map(s);
+            out.credential_infos = d
+                .credentials
+                .into_iter()
+                .map(|(mechanism, iterations)| {
+                    let mut c = CredentialInfo::default();
+                    c.mechanism = mechanism;
+                    c.iterations = iterations;
+                    c
+                })
+                .collect();
+            out
+        })
+        .collect();
+    resp
+}
+
+pub async fn alter(
+    r: AlterUserScramCredentialsRequest,
+    _version: i16,
+    b: &Broker,
+) -> AlterUserScramCredentialsResponse {
+    let deletions: Vec<Deletion> = r
+        .deletions
+        .iter()
+        .map(|d| Deletion {
+            user: d.name.to_string(),
+            mechanism: d.mechanism,
+        })
+        .collect();
+    let upsertions: Vec<Upsertion> = r
+        .upsertions
+        .iter()
+        .map(|u| Upsertion {
+            user: u.name.to_string(),
+            mechanism: u.mechanism,
+            iterations: u.iterations,
+            salt: u.salt.to_vec(),
+            salted_password: u.salted_password.to_vec(),
+        })
+        .collect();
+    let mut resp = AlterUserScramCredentialsResponse::default();
+    resp.results = match b.scram.alter(&deletions, &upsertions).await {
+        Ok(results) => results
+            .into_iter()
+            .map(|u| {
+                let mut out = AlterUserScramCredentialsResult::default();
+                out.user = s(u.user);
+                out.error_code = u.error_code;
+                out.error_message = u.error_message.map(s);
+                out
+            })
+            .collect(),
+        Err(e) => {
+            // The store could not take the change: every user named fails.
+            tracing::warn!(error = %e, "AlterUserScramCredentials not stored");
+            let mut names: Vec<String> = deletions.iter().map(|d| d.user.clone()).collect();
+            names.extend(upsertions.iter().map(|u| u.user.clone()));
+            names.sort();
+            names.dedup();
+            names
+                .into_iter()
+                .map(|user| {
+                    let mut out = AlterUserScramCredentialsResult::default();
+                    out.user = s(user);
+                    out.error_code = ResponseError::UnknownServerError.code();
+                    out.error_message = Some(s(format!("the credentials were not stored: {e}")));
+                    out
+                })
+                .collect()
+        }
+    };
+    resp
+}
