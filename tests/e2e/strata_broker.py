@@ -123,13 +123,23 @@ class Broker:
     environment.
     The data dir and both ports are fixed at construction, so restart()
     brings the broker back on the same data and the same address.
+    listeners: named listeners, {name: security protocol} in order, e.g.
+    {"CLIENT": "SASL_SSL", "BROKER": "PLAINTEXT"}: each gets a free port
+    (`listener_ports[name]`, `bootstrap_for(name)`), and the settings
+    `listeners`, `listener.security.protocol.map` and
+    `inter.broker.listener.name` (the first PLAINTEXT listener; a value in
+    `settings` wins for the last two) are filled in. One listener must be
+    PLAINTEXT: it is `port`, so readiness and `bootstrap` use it. Whenever
+    the settings hold `listeners`, `--listen` is not passed (the broker
+    refuses both).
     """
 
     READY_TIMEOUT = float(os.environ.get("STRATA_READY_TIMEOUT", "10"))
 
     def __init__(self, data_dir: str | os.PathLike | None = None, settings: dict | None = None,
                  extra_args: list[str] | None = None, log_dir: str | os.PathLike | None = None,
-                 name: str = "strata", env: dict | None = None):
+                 name: str = "strata", env: dict | None = None,
+                 listeners: dict[str, str] | None = None):
         self.bin = check_binary()
         self._own_tmp = None
         if data_dir is None:
@@ -146,6 +156,9 @@ class Broker:
         while self.http_port == self.port:
             self.http_port = free_port()
         self.settings = dict(settings or {})
+        self.listener_ports: dict[str, int] = {}
+        if listeners:
+            self._named_listeners(listeners)
         self.extra_args = list(extra_args or [])
         self.env = {k: str(v) for k, v in (env or {}).items()}
         self.proc: subprocess.Popen | None = None
@@ -153,9 +166,40 @@ class Broker:
         self.last_returncode: int | None = None
 
     # ------------------------------------------------------------------
+    def _named_listeners(self, listeners: dict[str, str]) -> None:
+        if "listeners" in self.settings:
+            raise BrokerError("give the listeners either as `listeners=` or in settings, not both")
+        plaintext = [n for n, proto in listeners.items() if proto.upper() == "PLAINTEXT"]
+        if not plaintext:
+            raise BrokerError(f"listeners {listeners} need a PLAINTEXT listener "
+                              "(the inter-broker listener, and where readiness is checked)")
+        taken = {self.http_port}
+        for name in listeners:
+            port = free_port()
+            while port in taken:
+                port = free_port()
+            taken.add(port)
+            self.listener_ports[name] = port
+        self.port = self.listener_ports[plaintext[0]]
+        self.settings["listeners"] = ",".join(
+            f"{n}://{self.host}:{p}" for n, p in self.listener_ports.items())
+        self.settings.setdefault("listener.security.protocol.map",
+                                 ",".join(f"{n}:{proto}" for n, proto in listeners.items()))
+        self.settings.setdefault("inter.broker.listener.name", plaintext[0])
+
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def bootstrap_for(self, listener: str) -> str:
+        """host:port of a named listener (given as `listeners=`)."""
+        port = self.listener_ports.get(listener)
+        if port is None:
+            by_upper = {n.upper(): p for n, p in self.listener_ports.items()}
+            port = by_upper.get(listener.upper())
+        if port is None:
+            raise BrokerError(f"no listener named {listener!r} (have {sorted(self.listener_ports)})")
+        return f"{self.host}:{port}"
 
     @property
     def pid(self) -> int:
@@ -163,10 +207,10 @@ class Broker:
         return self.proc.pid
 
     def command(self) -> list[str]:
-        cmd = [
-            str(self.bin), "broker",
-            "--data-dir", str(self.data_dir),
-            "--listen", f"{self.host}:{self.port}",
+        cmd = [str(self.bin), "broker", "--data-dir", str(self.data_dir)]
+        if "listeners" not in self.settings:
+            cmd += ["--listen", f"{self.host}:{self.port}"]
+        cmd += [
             "--http-listen", f"{self.host}:{self.http_port}",
             "--log-format", "text",
         ]

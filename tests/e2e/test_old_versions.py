@@ -27,8 +27,8 @@ import wire
 UNSUPPORTED_VERSION = 35
 KAFKA_39 = BROKER_API_VERSIONS[(3, 9)]
 # The APIs Strata implements (checked against its ApiVersions below).
-STRATA_APIS = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 32, 33, 37,
-               35, 42, 43, 44, 45, 46, 47, 60, 61, 65, 66}
+STRATA_APIS = {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 32, 33, 37,
+               35, 36, 42, 43, 44, 45, 46, 47, 50, 51, 60, 61, 65, 66}
 
 
 def test_api_versions_span_kafka_39s_range(broker):
@@ -486,7 +486,12 @@ EXPECTED_ERRORS = {11: {79}, 12: {25}, 14: {25}, 13: {25}, 42: {69}, 47: {69},
                    # a single broker always leads: no election is needed
                    43: {84},
                    # an empty target replica list is not an assignment
-                   45: {39}}
+                   45: {39},
+                   # SASL on a PLAINTEXT listener: ILLEGAL_SASL_STATE, as Kafka
+                   17: {34}, 36: {34},
+                   # a user with no credential: RESOURCE_NOT_FOUND; SCRAM
+                   # mechanism 0 is no mechanism: UNSUPPORTED_SASL_MECHANISM
+                   50: {91}, 51: {33}}
 
 
 @pytest.mark.parametrize("api,version", KIO_TABLE, ids=[f"api{a}v{v}" for a, v in KIO_TABLE])

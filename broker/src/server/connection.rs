@@ -340,6 +340,16 @@ async fn carry_out(
         Reply::Respond { response, close } => (Some(response), close, close),
         Reply::Close { delayed } => (None, true, delayed),
     };
+    if close {
+        tracing::info!(%peer, listener = %listener.name,
+            reason = a.failure_reason().unwrap_or("a request the SASL state does not allow"),
+            "closing connection: authentication failed");
+        // As Kafka: the failure's answer itself waits for the delay, so a
+        // password guesser learns nothing sooner.
+        if delayed {
+            tokio::time::sleep(ctx.failed_delay).await;
+        }
+    }
     if let Some(response) = response {
         if let Some(frame) = encode_sasl(&response, header, &ctx.config) {
             let (done_tx, done_rx) = oneshot::channel();
@@ -349,21 +359,13 @@ async fn carry_out(
             let _ = done_tx.send(Some(Outgoing::from(frame)));
         }
     }
-    if a.is_authenticated() && !close {
-        if let Some(p) = a.principal() {
-            tracing::debug!(%peer, listener = %listener.name, principal = %p, "authenticated");
-        }
+    if close {
+        return AfterSasl::Close;
     }
-    if !close {
-        return AfterSasl::Next;
+    if let Some(p) = a.principal().filter(|_| a.is_authenticated()) {
+        tracing::debug!(%peer, listener = %listener.name, principal = %p, "authenticated");
     }
-    tracing::info!(%peer, listener = %listener.name,
-        reason = a.failure_reason().unwrap_or("a request the SASL state does not allow"),
-        "closing connection: authentication failed");
-    if delayed {
-        tokio::time::sleep(ctx.failed_delay).await;
-    }
-    AfterSasl::Close
+    AfterSasl::Next
 }
 
 /// A SASL answer as a response frame (None: nothing can be answered).
