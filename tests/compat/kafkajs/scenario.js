@@ -6,7 +6,9 @@
 //
 // COMMAND: versions | create-topic | produce | consume | group-offsets |
 // describe-group | offsets-for-times | reassign | list-reassignments (the
-// last two also serve tests/e2e/test_reassignment.py). IN.json holds the arguments, OUT.json gets the result
+// last two also serve tests/e2e/test_reassignment.py; versions, produce and
+// consume also serve tests/compat/test_compat_sasl_ssl.py, over SASL_SSL).
+// IN.json holds the arguments, OUT.json gets the result
 // ({"ok": ...} or {"error": "..."}). kafkajs logs go to stderr.
 'use strict'
 
@@ -33,6 +35,16 @@ const logCreator = () => ({ namespace, level, label, log }) => {
   process.stderr.write(`${label} [${namespace}] ${message} ${JSON.stringify(extra)}\n`)
 }
 
+// Optional in IN.json (tests/compat/test_compat_sasl_ssl.py): "ssl": {"ca":
+// PEM file} for a TLS listener, "sasl": {"mechanism": "scram-sha-512",
+// "username", "password"}; "retries" overrides the client's retry count.
+function security () {
+  const out = {}
+  if (args.ssl) out.ssl = { ca: [fs.readFileSync(args.ssl.ca, 'utf8')] }
+  if (args.sasl) out.sasl = { ...args.sasl }
+  return out
+}
+
 function client () {
   return new Kafka({
     clientId: 'strata-compat-kafkajs',
@@ -41,7 +53,8 @@ function client () {
     logCreator,
     connectionTimeout: 10000,
     requestTimeout: 30000,
-    retry: { retries: 5 },
+    retry: { retries: args.retries ?? 5 },
+    ...security(),
   })
 }
 

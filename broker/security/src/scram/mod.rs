@@ -496,7 +496,20 @@ impl ScramServer {
         if binding != x.gs2_header.as_bytes() {
             return Err(ScramError::ChannelBindingMismatch);
         }
-        if nonce != x.nonce {
+        // librdkafka before 2.6.1 (Debian 12's 2.0.2: kcat, the distros'
+        // clients) sends its own nonce before the exchange's
+        // (librdkafka#4895). Kafka up to 3.9 accepts that, checking only
+        // that the nonce ends with the exchange's; Strata accepts exactly
+        // that one form. The proof is still over the message as sent.
+        let client_nonce = x
+            .nonce
+            .strip_suffix(self.server_nonce.as_str())
+            .unwrap_or_default();
+        let doubled = !client_nonce.is_empty()
+            && nonce.len() == client_nonce.len() + x.nonce.len()
+            && nonce.starts_with(client_nonce)
+            && nonce.ends_with(x.nonce.as_str());
+        if nonce != x.nonce && !doubled {
             return Err(ScramError::NonceMismatch);
         }
         let proof = B64

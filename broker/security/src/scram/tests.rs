@@ -420,3 +420,47 @@ fn mutated_exchanges_never_authenticate_or_panic() {
     assert!(reached_final > 2_000, "{reached_final}");
     assert!(refused_at_final > 2_000, "{refused_at_final}");
 }
+
+/// librdkafka before 2.6.1 repeats its nonce in the final message
+/// (`r=<client nonce><client nonce><server nonce>`), signed as sent: Kafka
+/// 3.9 accepts it and so does Strata; any other prefix is refused, and the
+/// proof must still be right.
+#[test]
+fn librdkafka_before_2_6_1_doubled_nonce() {
+    let m = ScramMechanism::Sha512;
+    let cred = ScramCredential::generate(m, "pw", 4096).expect("valid");
+    let bare = "n=alice,r=clientnonce";
+    for (prefix, password, accepted) in [
+        ("clientnonce", "pw", true),
+        ("clientnonce", "wrong", false),
+        ("clientnoncX", "pw", false),
+        ("", "pw", true),
+    ] {
+        let mut s = ScramServer::with_nonce(m, "SERVERNONCE".into(), KEY);
+        let Ok(ScramStep::Continue(first)) =
+            s.step(format!("n,,{bare}").as_bytes(), |_| Some(cred.clone()))
+        else {
+            panic!("no server-first message");
+        };
+        let first = String::from_utf8(first).expect("UTF-8");
+        let nonce = first
+            .split(',')
+            .next()
+            .and_then(|r| r.strip_prefix("r="))
+            .expect("nonce");
+        // Signed as sent: the auth message holds the doubled nonce.
+        let without_proof = format!("c=biws,r={prefix}{nonce}");
+        let salted = salted_password(m, password.as_bytes(), &cred.salt, 4096);
+        let client_key = m.mac(&salted, b"Client Key");
+        let auth = format!("{bare},{first},{without_proof}");
+        let sig = m.mac(&m.hash(&client_key), auth.as_bytes());
+        let proof: Vec<u8> = client_key.iter().zip(&sig).map(|(a, b)| a ^ b).collect();
+        let auth_ok = format!("{without_proof},p={}", B64.encode(proof));
+        let result = s.step(auth_ok.as_bytes(), |_| None);
+        assert_eq!(
+            matches!(result, Ok(ScramStep::Authenticated { .. })),
+            accepted,
+            "prefix {prefix:?}, password {password}: {result:?}"
+        );
+    }
+}
