@@ -265,47 +265,9 @@ fn init_tracing(format: LogFormat, level: &str) {
     }
 }
 
-/// STRATA_SET's settings: split at each ';' that a `NAME=` (or the end)
-/// follows, so a value may hold ';'; a JAAS line (`…sasl.jaas.config`)
-/// keeps the ';' it ends with.
-fn env_sets(value: &str) -> Vec<String> {
-    let starts_setting = |rest: &str| {
-        let rest = rest.trim_start();
-        rest.find('=').is_some_and(|i| {
-            i > 0
-                && rest[..i]
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-        })
-    };
-    let mut out: Vec<String> = Vec::new();
-    let mut current = String::new();
-    let mut rest = value;
-    while let Some(i) = rest.find(';') {
-        let (head, tail) = (&rest[..i], &rest[i + 1..]);
-        current.push_str(head);
-        if starts_setting(tail) || tail.trim().is_empty() {
-            let name = current.split('=').next().unwrap_or("").trim();
-            if name.ends_with("sasl.jaas.config") {
-                current.push(';');
-            }
-            out.push(std::mem::take(&mut current));
-        } else {
-            current.push(';');
-        }
-        rest = tail;
-    }
-    current.push_str(rest);
-    out.push(current);
-    out.into_iter()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect()
-}
-
 async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
     let mut sets = std::env::var("STRATA_SET")
-        .map(|v| env_sets(&v))
+        .map(|v| strata_broker::config::split_env_sets(&v))
         .unwrap_or_default();
     sets.extend(args.set.iter().cloned());
     if let Some(id) = args.node_id {

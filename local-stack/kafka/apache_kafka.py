@@ -111,7 +111,7 @@ class KafkaCluster:
     def __init__(self, nodes: int = 1, base_dir: str | os.PathLike | None = None,
                  version: str = DEFAULT_VERSION, settings: dict | None = None,
                  ports: list[int] | None = None, heap: str | None = None,
-                 port_source: Callable[[], int] | None = None):
+                 port_source: Callable[[], int] | None = None, scram: list[str] | None = None):
         # `port_source` chooses the listener and controller ports not given
         # in `ports`. The default asks the kernel for a free one, which can
         # hand another socket the same port before the JVM binds it; a test
@@ -127,6 +127,8 @@ class KafkaCluster:
         self.base = Path(base_dir)
         self.base.mkdir(parents=True, exist_ok=True)
         self.settings = dict(settings or {})
+        # `kafka-storage format --add-scram` values (the first SCRAM users).
+        self.scram = list(scram or [])
         self.heap = heap
         ports = list(ports or [])
         port = port_source or _free_port
@@ -171,8 +173,9 @@ class KafkaCluster:
         n.config.write_text("".join(f"{k}={v}\n" for k, v in self._properties(n).items()))
         if (n.data_dir / "meta.properties").exists():
             return
+        scram = [a for value in self.scram for a in ("--add-scram", value)]
         tool("kafka-storage.sh", "format", "-t", self.cluster_id, "-c", str(n.config),
-             "--ignore-formatted", version=self.version)
+             "--ignore-formatted", *scram, version=self.version)
 
     # -- lifecycle ---------------------------------------------------------
     def spawn_node(self, node_id: int) -> KafkaNode:

@@ -428,6 +428,40 @@ def test_bad_credentials_refused(sec, case):
     assert good[0].offset == 1
 
 
+def _auth_counts(sec: Sec) -> dict[tuple[str, str, str], float]:
+    """strata_sasl_authentications_total by (listener, mechanism, result)."""
+    import urllib.request
+    from prometheus_client.parser import text_string_to_metric_families
+    url = f"http://{sec.broker.host}:{sec.broker.http_port}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as r:
+        text = r.read().decode()
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        if fam.name == "strata_sasl_authentications":
+            for smp in fam.samples:
+                if smp.name.endswith("_total"):
+                    lb = smp.labels
+                    out[(lb["listener"], lb["mechanism"], lb["result"])] = smp.value
+    return out
+
+
+def test_authentications_are_counted_per_listener_and_mechanism(sec):
+    """/metrics counts each SASL authentication by listener, mechanism and
+    result: a refused SCRAM-SHA-512 client adds a failure, the admin a
+    success (counters only grow, so other tests running meanwhile do no harm)."""
+    key_fail = ("CLIENT", "SCRAM-SHA-512", "failure")
+    key_ok = ("CLIENT", "SCRAM-SHA-512", "success")
+    before = _auth_counts(sec)
+    assert not authenticates(sec, "CLIENT", ("admin", "not-the-password"), "SCRAM-SHA-512")
+    assert authenticates(sec, "CLIENT", ADMIN, "SCRAM-SHA-512")
+    kutil.wait_until(lambda: _auth_counts(sec).get(key_fail, 0) > before.get(key_fail, 0)
+                     and _auth_counts(sec).get(key_ok, 0) > before.get(key_ok, 0), 20,
+                     what="a failure and a success counted on CLIENT for SCRAM-SHA-512")
+    # labels stay bounded: no mechanism the listener does not offer
+    assert all(m in ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "unsupported", "none")
+               for (_, m, _) in _auth_counts(sec)), _auth_counts(sec)
+
+
 # ---------------------------------------------------------------------------
 # SCRAM users through the admin APIs
 # ---------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 //! The broker's Prometheus metrics, written by the Prometheus client
 //! library (`prometheus-client`, text format 0.0.4): live instruments
 //! recorded on the request path (`requests`; error codes in responses,
-//! `errors`), and families each component reads from its own state at
+//! `errors`; connections and authentications per listener, `connections`), and families each component reads from its own state at
 //! each scrape (`family::MetricSource`: the log manager's partitions and
 //! cleaner in `log_manager/metrics.rs`, the coordinators' in
 //! `group/metrics.rs` and `txn/metrics.rs`, tiering and the historical
@@ -12,6 +12,7 @@
 //!
 //! It only reads: no scrape changes broker state.
 
+pub mod connections;
 pub mod errors;
 pub use strata_common::metrics_family as family;
 pub mod requests;
@@ -28,6 +29,7 @@ pub fn encode_text(families: Vec<Family>) -> String {
     let mut registry = Registry::default();
     requests::REQUESTS.register(&mut registry);
     errors::register(&mut registry);
+    connections::register(&mut registry);
     registry.register_collector(Box::new(Scraped(families)));
     let mut out = String::new();
     // Writing into a String cannot fail.

@@ -42,6 +42,7 @@ use tracing::Instrument;
 
 use super::dispatch::{self, Outgoing, Prepared};
 use super::Broker;
+use crate::metrics::connections;
 use crate::metrics::requests::REQUESTS;
 
 /// Requests a single connection may have in flight before reading pauses.
@@ -90,6 +91,7 @@ pub async fn handle_connection(
     shutdown: watch::Receiver<bool>,
 ) {
     let _ = stream.set_nodelay(true);
+    connections::accepted(&listener.name);
     let Some(acceptor) = listener.tls.clone() else {
         let (reader, writer) = stream.into_split();
         let principal = Arc::new(KafkaPrincipal::anonymous());
@@ -99,10 +101,12 @@ pub async fn handle_connection(
     let tls = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
         Ok(Ok(tls)) => tls,
         Ok(Err(e)) => {
+            connections::tls_failed(&listener.name, "error");
             tracing::info!(%peer, listener = %listener.name, error = %e, "closing connection: TLS handshake failed");
             return;
         }
         Err(_) => {
+            connections::tls_failed(&listener.name, "timeout");
             tracing::info!(%peer, listener = %listener.name,
                 "closing connection: TLS handshake not completed within 10 s");
             return;
@@ -162,6 +166,8 @@ async fn serve<R, W>(
         .sasl
         .as_ref()
         .map(|s| SaslAuthenticator::new(s.config.clone(), s.credentials.clone()));
+    // The mechanism of the latest handshake, for the metrics.
+    let mut mechanism: &'static str = "none";
     loop {
         let size = tokio::select! {
             r = reader.read_i32() => match r {
@@ -195,7 +201,7 @@ async fn serve<R, W>(
         let request_bytes = frame.len() + 4;
         let request = match (auth.as_mut(), listener.sasl.as_ref()) {
             (Some(a), Some(ctx)) => {
-                match authenticate(a, ctx, frame, &broker, &tx, peer, &listener).await {
+                match authenticate(a, ctx, frame, &broker, &tx, peer, &listener, &mut mechanism).await {
                     AfterSasl::Serve(r) => {
                         if let Some(p) = a.principal() {
                             if *principal != *p {
@@ -263,6 +269,7 @@ async fn serve<R, W>(
 
 /// Hands one frame of a SASL listener to the authenticator and carries
 /// out its reply.
+#[allow(clippy::too_many_arguments)]
 async fn authenticate(
     a: &mut SaslAuthenticator,
     ctx: &SaslContext,
@@ -271,10 +278,13 @@ async fn authenticate(
     tx: &mpsc::Sender<Pending>,
     peer: SocketAddr,
     listener: &ListenerContext,
+    mechanism: &mut &'static str,
 ) -> AfterSasl {
     let now_ms = broker.logs.clock().now_ms();
+    let was_authenticated = a.is_authenticated();
     if a.expects_raw_token() {
         let reply = a.on_raw_token(&frame, now_ms);
+        count(a, was_authenticated, &reply, listener, mechanism);
         return carry_out(a, ctx, reply, None, tx, peer, listener).await;
     }
     let mut request = match dispatch::Request::parse(frame) {
@@ -291,6 +301,12 @@ async fn authenticate(
         ApiKey::ApiVersions => sasl::Request::ApiVersions,
         ApiKey::SaslHandshake => match request.decode_body::<SaslHandshakeRequest>() {
             Ok(r) => {
+                *mechanism = ctx
+                    .config
+                    .mechanisms
+                    .iter()
+                    .find(|m| m.name() == r.mechanism.as_str())
+                    .map_or("unsupported", |m| m.name());
                 handshake = Some(r);
                 sasl::Request::SaslHandshake {
                     version: request.version,
@@ -319,11 +335,32 @@ async fn authenticate(
         },
     };
     let reply = a.on_request(seen, now_ms);
+    count(a, was_authenticated, &reply, listener, mechanism);
     if reply == Reply::Serve {
         return AfterSasl::Serve(request);
     }
     let header = (request.api_key, request.version, request.correlation_id);
     carry_out(a, ctx, reply, Some(header), tx, peer, listener).await
+}
+
+/// Counts an authentication that ended with this reply: one that made
+/// the connection authenticated, or one that closes it.
+fn count(
+    a: &SaslAuthenticator,
+    was_authenticated: bool,
+    reply: &Reply,
+    listener: &ListenerContext,
+    mechanism: &str,
+) {
+    let closes = matches!(
+        reply,
+        Reply::Close { .. } | Reply::Respond { close: true, .. }
+    );
+    if closes {
+        connections::authentication(&listener.name, mechanism, false);
+    } else if a.is_authenticated() && !was_authenticated {
+        connections::authentication(&listener.name, mechanism, true);
+    }
 }
 
 async fn carry_out(

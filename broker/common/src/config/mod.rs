@@ -36,6 +36,44 @@ pub fn parse_list(csv: &str) -> Vec<String> {
         .collect()
 }
 
+/// STRATA_SET's settings: split at each ';' that a `NAME=` (or the end)
+/// follows, so a value may hold ';'; a JAAS line (`…sasl.jaas.config`)
+/// keeps the ';' it ends with.
+pub fn split_env_sets(value: &str) -> Vec<String> {
+    let starts_setting = |rest: &str| {
+        let rest = rest.trim_start();
+        rest.find('=').is_some_and(|i| {
+            i > 0
+                && rest[..i]
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        })
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut current = String::new();
+    let mut rest = value;
+    while let Some(i) = rest.find(';') {
+        let (head, tail) = (&rest[..i], &rest[i + 1..]);
+        current.push_str(head);
+        if starts_setting(tail) || tail.trim().is_empty() {
+            let name = current.split('=').next().unwrap_or("").trim();
+            if name.ends_with("sasl.jaas.config") && !current.trim_end().ends_with(';') {
+                current.push(';');
+            }
+            out.push(std::mem::take(&mut current));
+        } else {
+            current.push(';');
+        }
+        rest = tail;
+    }
+    current.push_str(rest);
+    out.push(current);
+    out.into_iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
 pub fn broker_def(name: &str) -> Option<&'static ConfigDef> {
     broker_defs().find(|d| d.name == name)
 }
@@ -571,5 +609,20 @@ mod tests {
         assert_eq!(c.settings().num_partitions, 3);
         assert_eq!(c.value("log.segment.bytes"), "1048576");
         assert_eq!(c.value("log.retention.ms"), "1000");
+    }
+}
+
+#[cfg(test)]
+mod env_tests {
+    use super::split_env_sets;
+
+    #[test]
+    fn strata_set_splits_between_settings_only() {
+        assert_eq!(split_env_sets("a.b=1;c=2;"), vec!["a.b=1", "c=2"]);
+        let jaas = "listener.name.x.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_a=\"p;w\";";
+        let v = split_env_sets(&format!("num.partitions=3;{jaas};log.retention.ms=5"));
+        assert_eq!(v, vec!["num.partitions=3", jaas, "log.retention.ms=5"]);
+        assert_eq!(split_env_sets(jaas), vec![jaas]);
+        assert!(split_env_sets(" ; ").is_empty());
     }
 }
