@@ -18,10 +18,13 @@
 //! every floor.
 //!
 //! Its public surface is what the `strata` binary and the fuzz targets
-//! use: `node`, `config`, `clock`, `admin::token` and `fuzz_targets`.
+//! use: `node`, `config`, `clock`, `admin::token`, `parse_add_scram` and
+//! `fuzz_targets`.
 //! Every other module is `pub(crate)`, so an item nothing calls is
 //! reported as dead code rather than kept alive by being public.
 
+/// `--add-scram`'s syntax, for the binary.
+pub use strata_cluster::security_store::parse_add_scram;
 pub(crate) use strata_cluster::{cluster, producer_ids, replication};
 pub(crate) use strata_common::topic_name;
 pub use strata_common::{clock, config};

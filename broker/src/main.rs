@@ -281,7 +281,11 @@ async fn run_broker(args: BrokerArgs) -> anyhow::Result<()> {
         listen_given: args.listen.is_some(),
         listen: args.listen.unwrap_or_else(|| "127.0.0.1:9092".to_string()),
         advertised_listener: args.advertised_listener,
-        add_scram: args.add_scram,
+        add_scram: args
+            .add_scram
+            .iter()
+            .map(|v| strata_broker::parse_add_scram(v))
+            .collect::<Result<_, _>>()?,
         http_listen: args.http_listen,
         http_token: http_token(args.http_token_file.as_deref())?,
         object_store: args.object_store,

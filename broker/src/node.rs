@@ -48,8 +48,8 @@ pub struct NodeOptions {
     pub listen_given: bool,
     /// HOST:PORT advertised in Metadata (default: the listen address).
     pub advertised_listener: Option<String>,
-    /// `--add-scram` values: SCRAM users added at start when absent.
-    pub add_scram: Vec<String>,
+    /// `--add-scram`'s users, parsed (`Debug` shows no key).
+    pub add_scram: Vec<(String, strata_security::scram::ScramCredential)>,
     /// The HTTP API's bind address.
     pub http_listen: String,
     pub http_token: Token,
@@ -322,13 +322,7 @@ impl Node {
                 .await
                 .ctx("group coordinator loading task failed")??;
 
-        let mut bootstrap_users = Vec::new();
-        for value in &opts.add_scram {
-            bootstrap_users.push(
-                strata_cluster::security_store::parse_add_scram(value)
-                    .map_err(|e| NodeError::Refused(e.to_string()))?,
-            );
-        }
+        let bootstrap_users = opts.add_scram.clone();
         let scram = strata_cluster::security_store::SecurityStore::open(
             cluster_store.clone(),
             (!clustered).then(|| opts.data_dir.join("security")),

@@ -676,13 +676,15 @@ def wait_closed(sock: socket.socket, timeout: float) -> tuple[bool, bytes]:
     deadline = time.monotonic() + timeout
     received = b""
     while True:
+        # At least one read, however late: a close that already happened
+        # is seen even when the time allowed has run out meanwhile.
         remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False, received
-        sock.settimeout(min(remaining, 1.0))
+        sock.settimeout(max(0.2, min(remaining, 1.0)))
         try:
             chunk = sock.recv(65536)
         except socket.timeout:
+            if time.monotonic() >= deadline:
+                return False, received
             continue
         except (ConnectionResetError, BrokenPipeError, ssl.SSLError):
             return True, received
@@ -793,6 +795,29 @@ def test_stalled_tls_handshakes_are_closed(sec):
         silent.close()
         partial.close()
     good_client_served(sec)
+
+
+def test_unauthenticated_connections_are_closed_after_30_s(sec):
+    """A client of a SASL listener that never authenticates: one silent
+    after ApiVersions, one trickling a frame it never finishes. The broker
+    closes both 30 s after they connected (SASL_AUTHENTICATION_TIMEOUT),
+    serving others meanwhile."""
+    host, port = sec.bs("SASL").rsplit(":", 1)
+    t0 = time.monotonic()
+    conn = RawConn(sec, "SASL")
+    silent = conn.sock
+    trickle = socket.create_connection((host, int(port)), timeout=15)
+    try:
+        assert conn.api_versions()[0] == 0
+        trickle.sendall(struct.pack(">i", 100) + b"\x00")
+        good_client_served(sec, "SASL")
+        for name, s in (("silent after ApiVersions", silent), ("trickling", trickle)):
+            closed, _ = wait_closed(s, max(0.0, t0 + 45 - time.monotonic()))
+            assert closed, f"{name}: still open 45 s after connecting"
+        assert time.monotonic() - t0 >= 29, "closed before the 30 s allowed"
+    finally:
+        conn.close()
+        trickle.close()
 
 
 @pytest.mark.parametrize("listener", ["SASL", "CLIENT"])

@@ -31,6 +31,10 @@ const CREDENTIALS_KEY: &str = "security/scram_credentials";
 const DECOY_KEY: &str = "security/scram_decoy_key";
 const CREDENTIALS_FILE: &str = "scram_credentials.json";
 const DECOY_FILE: &str = "scram_decoy_key";
+/// The `(user, mechanism)` pairs `--add-scram` ever added: never again,
+/// so a deleted bootstrap user stays deleted across restarts.
+const BOOTSTRAPPED_KEY: &str = "security/scram_bootstrapped";
+const BOOTSTRAPPED_FILE: &str = "scram_bootstrapped.json";
 
 #[derive(Debug, thiserror::Error)]
 pub enum SecurityStoreError {
@@ -50,24 +54,45 @@ pub enum SecurityStoreError {
     Bootstrap(String),
 }
 
-/// The cluster's SCRAM credentials, kept current.
-#[derive(Debug)]
+/// The cluster's SCRAM credentials, kept current. `Debug` leaves the
+/// decoy secret and the credentials out.
 pub struct SecurityStore {
     store: Arc<dyn ClusterStore>,
     /// `<data-dir>/security` on a broker alone (the embedded store).
     dir: Option<PathBuf>,
-    current: watch::Sender<Arc<CredentialStore>>,
+    /// The set and the store revision it was read at: a value is replaced
+    /// only by a newer one, so a broker's own write never hides a later
+    /// one another broker made.
+    current: watch::Sender<Versioned>,
     decoy_key: [u8; 32],
     writes: Mutex<()>,
 }
 
+impl std::fmt::Debug for SecurityStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecurityStore")
+            .field("store", &self.store.describe())
+            .field("dir", &self.dir)
+            .field("users", &self.current.borrow().set.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A credential set and the revision of the store it was read at (0:
+/// the key was absent).
+#[derive(Debug, Clone, Default)]
+struct Versioned {
+    revision: i64,
+    set: Arc<CredentialStore>,
+}
+
 /// The current credentials, as the authenticator reads them.
 #[derive(Debug, Clone)]
-pub struct CredentialView(watch::Receiver<Arc<CredentialStore>>);
+pub struct CredentialView(watch::Receiver<Versioned>);
 
 impl ScramCredentials for CredentialView {
     fn scram_credential(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential> {
-        self.0.borrow().get(user, mechanism).cloned()
+        self.0.borrow().set.get(user, mechanism).cloned()
     }
 }
 
@@ -176,7 +201,11 @@ impl SecurityStore {
                 path: dir.display().to_string(),
                 source,
             })?;
-            for (file, key) in [(CREDENTIALS_FILE, CREDENTIALS_KEY), (DECOY_FILE, DECOY_KEY)] {
+            for (file, key) in [
+                (CREDENTIALS_FILE, CREDENTIALS_KEY),
+                (DECOY_FILE, DECOY_KEY),
+                (BOOTSTRAPPED_FILE, BOOTSTRAPPED_KEY),
+            ] {
                 if let Ok(bytes) = std::fs::read(dir.join(file)) {
                     store
                         .txn(
@@ -188,8 +217,11 @@ impl SecurityStore {
             }
         }
         let decoy_key = Self::load_decoy_key(&store, dir.as_deref()).await?;
-        let (set, _) = Self::read(&store).await?;
-        let (current, _) = watch::channel(Arc::new(set));
+        let (set, revision) = Self::read(&store).await?;
+        let (current, _) = watch::channel(Versioned {
+            revision: revision.unwrap_or(0),
+            set: Arc::new(set),
+        });
         let this = Arc::new(SecurityStore {
             store,
             dir,
@@ -198,23 +230,56 @@ impl SecurityStore {
             writes: Mutex::new(()),
         });
         if !bootstrap.is_empty() {
-            this.update(|set| {
-                let mut added = Vec::new();
-                for (user, c) in &bootstrap {
-                    if set.get(user, c.mechanism).is_none() {
-                        set.insert(user, c.clone());
-                        added.push(format!("{user} ({})", c.mechanism.name()));
-                    }
-                }
-                if !added.is_empty() {
-                    tracing::info!(users = %added.join(", "), "added SCRAM credentials given by --add-scram");
-                }
-                Ok(!added.is_empty())
-            })
-            .await?;
+            this.bootstrap(bootstrap).await?;
         }
         tokio::spawn(Self::follow(Arc::downgrade(&this), shutdown));
         Ok(this)
+    }
+
+    /// Adds each `--add-scram` credential whose `(user, mechanism)` was
+    /// never bootstrapped before and has no credential now, then records
+    /// the pairs (Kafka's `format --add-scram` applies once).
+    async fn bootstrap(
+        &self,
+        bootstrap: Vec<(String, ScramCredential)>,
+    ) -> Result<(), SecurityStoreError> {
+        let pair = |user: &str, c: &ScramCredential| format!("{user}/{}", c.mechanism.name());
+        let done: Vec<String> = match self.store.get(BOOTSTRAPPED_KEY).await? {
+            Some(kv) => serde_json::from_slice(&kv.value)
+                .map_err(|e| SecurityStoreError::Corrupt(format!("bootstrapped users: {e}")))?,
+            None => Vec::new(),
+        };
+        let fresh: Vec<(String, ScramCredential)> = bootstrap
+            .into_iter()
+            .filter(|(u, c)| !done.contains(&pair(u, c)))
+            .collect();
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        self.update(|set| {
+            let mut added = Vec::new();
+            for (user, c) in &fresh {
+                if set.get(user, c.mechanism).is_none() {
+                    set.insert(user, c.clone());
+                    added.push(format!("{user} ({})", c.mechanism.name()));
+                }
+            }
+            if !added.is_empty() {
+                tracing::info!(users = %added.join(", "), "added SCRAM credentials given by --add-scram");
+            }
+            Ok(!added.is_empty())
+        })
+        .await?;
+        let mut all = done;
+        all.extend(fresh.iter().map(|(u, c)| pair(u, c)));
+        let bytes = serde_json::to_vec(&all).unwrap_or_default();
+        if let Some(dir) = &self.dir {
+            write_file(&dir.join(BOOTSTRAPPED_FILE), &bytes)?;
+        }
+        self.store
+            .txn(Vec::new(), vec![Op::put(BOOTSTRAPPED_KEY, bytes)])
+            .await?;
+        Ok(())
     }
 
     /// The secret SCRAM decoys are derived from: the cluster's, made by
@@ -260,11 +325,9 @@ impl SecurityStore {
             let from = match store.list(CREDENTIALS_KEY).await {
                 Ok((kvs, revision)) => {
                     match kvs.iter().find(|kv| kv.key == CREDENTIALS_KEY) {
-                        Some(kv) => me.apply(&kv.value),
-                        None => me
-                            .current
-                            .send_replace(Arc::new(CredentialStore::default())),
-                    };
+                        Some(kv) => me.apply(kv.mod_revision, &kv.value),
+                        None => me.offer(revision, CredentialStore::default()),
+                    }
                     revision + 1
                 }
                 Err(e) => {
@@ -279,7 +342,8 @@ impl SecurityStore {
             drop(me);
             let mut events = match store.watch(CREDENTIALS_KEY, from).await {
                 Ok(w) => w,
-                Err(_) => {
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot watch the SCRAM credentials; retrying");
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
                         _ = shutdown.changed() => return,
@@ -291,16 +355,21 @@ impl SecurityStore {
                     b = events.recv() => b,
                     _ = shutdown.changed() => return,
                 };
-                let Some(Ok(batch)) = batch else { break };
+                let Some(Ok(batch)) = batch else {
+                    // The watch broke: list again after a pause.
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(200)) => break,
+                        _ = shutdown.changed() => return,
+                    }
+                };
                 let Some(me) = this.upgrade() else { return };
                 for event in batch {
                     match event {
                         WatchEvent::Put(kv) if kv.key == CREDENTIALS_KEY => {
-                            me.apply(&kv.value);
+                            me.apply(kv.mod_revision, &kv.value);
                         }
-                        WatchEvent::Delete { key, .. } if key == CREDENTIALS_KEY => {
-                            me.current
-                                .send_replace(Arc::new(CredentialStore::default()));
+                        WatchEvent::Delete { key, mod_revision } if key == CREDENTIALS_KEY => {
+                            me.offer(mod_revision, CredentialStore::default());
                         }
                         _ => {}
                     }
@@ -309,14 +378,28 @@ impl SecurityStore {
         }
     }
 
-    fn apply(&self, bytes: &[u8]) -> Arc<CredentialStore> {
+    fn apply(&self, revision: i64, bytes: &[u8]) {
         match decode(bytes) {
-            Ok(set) => self.current.send_replace(Arc::new(set)),
+            Ok(set) => self.offer(revision, set),
             Err(e) => {
                 tracing::error!(error = %e, "ignoring unreadable SCRAM credentials in the cluster store");
-                self.current.borrow().clone()
             }
         }
+    }
+
+    /// Takes `set`, read at `revision`, unless a newer one is held.
+    fn offer(&self, revision: i64, set: CredentialStore) {
+        self.current.send_if_modified(|cur| {
+            if revision > cur.revision {
+                *cur = Versioned {
+                    revision,
+                    set: Arc::new(set),
+                };
+                true
+            } else {
+                false
+            }
+        });
     }
 
     /// Changes the set: `change` returns whether it changed anything;
@@ -344,8 +427,9 @@ impl SecurityStore {
                 None => Compare::Absent(CREDENTIALS_KEY.to_string()),
             };
             let put = Op::put(CREDENTIALS_KEY, bytes);
-            if self.store.txn(vec![compare], vec![put]).await?.succeeded {
-                self.current.send_replace(Arc::new(set));
+            let outcome = self.store.txn(vec![compare], vec![put]).await?;
+            if outcome.succeeded {
+                self.offer(outcome.revision, set);
                 return Ok(out);
             }
         }
@@ -364,7 +448,7 @@ impl SecurityStore {
 
     /// DescribeUserScramCredentials, from the current set.
     pub fn describe(&self, users: Option<&[String]>) -> Vec<Described> {
-        self.current.borrow().describe(users)
+        self.current.borrow().set.describe(users)
     }
 
     /// What the authenticator reads.
@@ -398,7 +482,7 @@ impl UpdateOutcome for Altered {
 }
 
 fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<(), SecurityStoreError> {
-    durable_file::write_atomically(path, bytes).map_err(|source| SecurityStoreError::File {
+    durable_file::write_atomically_private(path, bytes).map_err(|source| SecurityStoreError::File {
         path: path.display().to_string(),
         source,
     })
@@ -467,6 +551,38 @@ mod tests {
             .is_some());
         let d = s.describe(None);
         assert_eq!(d.len(), 2);
+        // A bootstrap user deleted stays deleted: --add-scram applies once.
+        s.alter(
+            &[Deletion {
+                user: "admin".into(),
+                mechanism: ScramMechanism::Sha512.type_code(),
+            }],
+            &[],
+        )
+        .await
+        .unwrap();
+        drop(s);
+        let again = parse_add_scram("SCRAM-SHA-512=[name=admin,password=admin-secret]").unwrap();
+        let (_tx2, rx2) = watch::channel(false);
+        let s = SecurityStore::open(
+            open_store(None).unwrap(),
+            Some(dir.path().to_path_buf()),
+            vec![again],
+            rx2,
+        )
+        .await
+        .unwrap();
+        assert!(s
+            .view()
+            .scram_credential("admin", ScramMechanism::Sha512)
+            .is_none());
+        // The stored keys are the owner's only.
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join(CREDENTIALS_FILE))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
     }
 
     #[tokio::test]

@@ -40,7 +40,10 @@ pub fn authentication(listener: &str, mechanism: &str, succeeded: bool) {
         .get_or_create(&vec![
             ("listener", listener.to_string()),
             ("mechanism", mechanism.to_string()),
-            ("result", if succeeded { "success" } else { "failure" }.to_string()),
+            (
+                "result",
+                if succeeded { "success" } else { "failure" }.to_string(),
+            ),
         ])
         .inc();
 }

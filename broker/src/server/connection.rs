@@ -51,6 +51,11 @@ const MAX_IN_FLIGHT: usize = 64;
 /// How long a client has to complete its TLS handshake.
 pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a client of a SASL listener has, from its connection, to
+/// authenticate: a client that trickles bytes cannot hold a connection
+/// (and its frame buffer) unauthenticated for longer.
+pub const SASL_AUTHENTICATION_TIMEOUT: Duration = Duration::from_secs(30);
+
 type Pending = oneshot::Receiver<Option<Outgoing>>;
 
 /// A SASL listener's authentication settings.
@@ -168,7 +173,10 @@ async fn serve<R, W>(
         .map(|s| SaslAuthenticator::new(s.config.clone(), s.credentials.clone()));
     // The mechanism of the latest handshake, for the metrics.
     let mut mechanism: &'static str = "none";
+    let auth_deadline = tokio::time::Instant::now() + SASL_AUTHENTICATION_TIMEOUT;
+    let mut authenticated_once = false;
     loop {
+        let pre_auth = auth.is_some() && !authenticated_once;
         let size = tokio::select! {
             r = reader.read_i32() => match r {
                 Ok(n) => n,
@@ -176,6 +184,11 @@ async fn serve<R, W>(
             },
             _ = &mut closed_rx => break,
             _ = shutdown.changed() => break,
+            _ = tokio::time::sleep_until(auth_deadline), if pre_auth => {
+                tracing::info!(%peer, listener = %listener.name,
+                    "closing connection: not authenticated within 30 s");
+                break;
+            }
         };
         let unauthenticated = auth.as_ref().is_some_and(|a| !a.is_authenticated());
         let limit = match (&listener.sasl, unauthenticated) {
@@ -193,7 +206,17 @@ async fn serve<R, W>(
             break;
         }
         let mut frame = BytesMut::zeroed(size as usize);
-        if reader.read_exact(&mut frame).await.is_err() {
+        if pre_auth {
+            match tokio::time::timeout_at(auth_deadline, reader.read_exact(&mut frame)).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(_)) => break,
+                Err(_) => {
+                    tracing::info!(%peer, listener = %listener.name,
+                        "closing connection: not authenticated within 30 s");
+                    break;
+                }
+            }
+        } else if reader.read_exact(&mut frame).await.is_err() {
             break;
         }
         let frame: Bytes = frame.freeze();
@@ -201,8 +224,11 @@ async fn serve<R, W>(
         let request_bytes = frame.len() + 4;
         let request = match (auth.as_mut(), listener.sasl.as_ref()) {
             (Some(a), Some(ctx)) => {
-                match authenticate(a, ctx, frame, &broker, &tx, peer, &listener, &mut mechanism).await {
+                match authenticate(a, ctx, frame, &broker, &tx, peer, &listener, &mut mechanism)
+                    .await
+                {
                     AfterSasl::Serve(r) => {
+                        authenticated_once |= a.is_authenticated();
                         if let Some(p) = a.principal() {
                             if *principal != *p {
                                 principal = Arc::new(p.clone());
@@ -210,7 +236,10 @@ async fn serve<R, W>(
                         }
                         r
                     }
-                    AfterSasl::Next => continue,
+                    AfterSasl::Next => {
+                        authenticated_once |= a.is_authenticated();
+                        continue;
+                    }
                     AfterSasl::Close => break,
                 }
             }

@@ -188,7 +188,13 @@ pub async fn bind(
                 name: Arc::from(endpoint.name.as_str()),
                 protocol: endpoint.protocol,
                 tls,
-                mapper: security.ssl.as_ref().map(|s| s.principal_mapper.clone()),
+                // On SASL_SSL the SASL identity is the principal: Kafka
+                // applies the mapping rules on SSL listeners only.
+                mapper: security
+                    .ssl
+                    .as_ref()
+                    .filter(|_| endpoint.protocol == SecurityProtocol::Ssl)
+                    .map(|s| s.principal_mapper.clone()),
                 sasl,
             }),
             advertised,

@@ -21,6 +21,12 @@ sequential one (-p1), and each NUMBER:SUBSTRING entry gets its own; with
 wall-clock limit, so a crash or a hang costs only that runner. Exit status
 0 only if every entry ran and passed.
 
+With STRATA_RDKAFKA_SECURITY=sasl_ssl every runner's clients connect over
+SASL_SSL with SCRAM-SHA-512 (the broker's CLIENT listener, a test CA; the
+settings go into librdkafka's test.conf) instead of PLAINTEXT (issue 36):
+
+    STRATA_RDKAFKA_SECURITY=sasl_ssl tests/compat/librdkafka/run.py
+
 The runner is built first with build.sh (a no-op once built). The broker is
 tests/e2e/strata_broker.py's Broker with librdkafka's "default" scenario
 settings (4 partitions, auto-create on; "noautocreate": auto-create off),
@@ -141,7 +147,39 @@ def broker_tests(tests_dir: Path, scenario: str = "default") -> list[str]:
     return nums
 
 
+SECURITY = os.environ.get("STRATA_RDKAFKA_SECURITY", "plaintext").strip().lower()
+SCRAM_USER = ("rdkafka", "rdkafka-secret")
+
+
+_SECURITY_CONF: dict[Path, tuple[dict, list[str], str]] = {}
+
+
+def security_conf(workdir: Path) -> tuple[dict, list[str], str]:
+    """(broker settings, broker flags, test.conf lines) of SECURITY; one
+    set of certificates per work directory."""
+    if SECURITY == "plaintext":
+        return {}, [], ""
+    if workdir not in _SECURITY_CONF:
+        _SECURITY_CONF[workdir] = _make_security_conf(workdir)
+    return _SECURITY_CONF[workdir]
+
+
+def _make_security_conf(workdir: Path) -> tuple[dict, list[str], str]:
+    if SECURITY != "sasl_ssl":
+        raise SystemExit(f"STRATA_RDKAFKA_SECURITY={SECURITY}: plaintext or sasl_ssl")
+    import tlsutil
+    tls = tlsutil.make_tls(workdir / "tls")
+    settings = {"sasl.enabled.mechanisms": "SCRAM-SHA-512", "ssl.keystore.type": "PEM",
+                "ssl.keystore.location": str(tls.broker)}
+    flags = ["--add-scram", f"SCRAM-SHA-512=[name={SCRAM_USER[0]},password={SCRAM_USER[1]}]"]
+    conf = ("security.protocol=SASL_SSL\nsasl.mechanisms=SCRAM-SHA-512\n"
+            f"sasl.username={SCRAM_USER[0]}\nsasl.password={SCRAM_USER[1]}\n"
+            f"ssl.ca.location={tls.ca}\n")
+    return settings, flags, conf
+
+
 def start_broker(scenario: str, workdir: Path) -> Broker:
+    extra, flags, _ = security_conf(workdir)
     settings = {
         "num.partitions": 4,
         "auto.create.topics.enable": "false" if scenario == "noautocreate" else "true",
@@ -150,20 +188,25 @@ def start_broker(scenario: str, workdir: Path) -> Broker:
         # before the second joins, and the first is never polled again).
         "log.retention.check.interval.ms": 1000,
     }
+    settings.update(extra)
+    if SECURITY == "sasl_ssl":
+        return Broker(data_dir=workdir / "data", settings=settings, name="strata", extra_args=flags,
+                      listeners={"CLIENT": "SASL_SSL", "BROKER": "PLAINTEXT"}).start()
     return Broker(data_dir=workdir / "data", settings=settings, name="strata").start()
 
 
 def run_runner(tests_dir: Path, bootstrap: str, tests: list[str], workdir: Path,
                scenario: str = "default", subtests: str | None = None,
                quick: bool = False, timeout: float = 900, parallel: int = 1,
-               extra_args: list[str] | None = None) -> tuple[object, str, dict[str, dict]]:
+               extra_args: list[str] | None = None,
+               admin_bootstrap: str | None = None) -> tuple[object, str, dict[str, dict]]:
     """One test-runner process for `tests` (numbers). Returns (exit code or
     "timeout", output, {test name: {"state", "duration", "reason"}})."""
     conf = workdir / "test.conf"
     conf.write_text(
         f"bootstrap.servers={bootstrap}\n"
         # one broker on a shared 2-core machine: librdkafka's timeouts x2
-        "test.timeout.multiplier=2\n")
+        "test.timeout.multiplier=2\n" + security_conf(workdir)[2])
     env = dict(os.environ)
     env.update({
         "TESTS": ",".join(tests),
@@ -175,7 +218,8 @@ def run_runner(tests_dir: Path, bootstrap: str, tests: list[str], workdir: Path,
         "TEST_LEVEL": env.get("TEST_LEVEL", "2"),
         # kafka-topics.sh stand-in (kafka-shim/): tests that shell out to it
         "KAFKA_PATH": str(HERE / "kafka-shim"),
-        "BROKERS": bootstrap,
+        # the kafka-topics.sh stand-in's admin connection (PLAINTEXT)
+        "BROKERS": admin_bootstrap or bootstrap,
         "STRATA_RDKAFKA_PYTHON": PYTHON,
     })
     env.pop("SUBTESTS", None)
@@ -351,11 +395,12 @@ def execute(run: Run, tests_dir: Path, workdir: Path,
     broker = start_broker(scenario, workdir)
     t0 = time.monotonic()
     try:
+        client_bootstrap = broker.bootstrap_for("CLIENT") if SECURITY == "sasl_ssl" else broker.bootstrap
         run.rc, run.output, run.results = run_runner(
-            tests_dir, broker.bootstrap, [e.num for e in run.entries], workdir,
+            tests_dir, client_bootstrap, [e.num for e in run.entries], workdir,
             scenario, run.subtests, quick=quick, timeout=timeout,
             parallel=run.parallel if parallel is None else parallel,
-            extra_args=extra_args)
+            extra_args=extra_args, admin_bootstrap=broker.bootstrap)
     finally:
         run.broker_ok = broker.alive()
         broker.close()
