@@ -40,7 +40,7 @@ timed "release build" -- cargo build --release --locked -p strata-broker -p stra
 
 # Real clients and a real S3-protocol server (moto) come from PyPI.
 if [ ! -x .venv/bin/pytest ] || [ ! -x .venv/bin/moto_server ] \
-   || ! .venv/bin/python -c 'import confluent_kafka, kafka, pytest, xdist, moto, aiokafka, cramjam, snappy, lz4.frame, zstandard, kio, prometheus_client, openapi_core, requests' 2>/dev/null; then
+   || ! .venv/bin/python -c 'import confluent_kafka, kafka, pytest, xdist, moto, aiokafka, cramjam, snappy, lz4.frame, zstandard, kio, prometheus_client, openapi_core, requests, cryptography' 2>/dev/null; then
   echo "==> installing Python test clients and moto into .venv"
   python3 -m venv .venv
   .venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
