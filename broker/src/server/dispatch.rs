@@ -70,6 +70,12 @@ pub struct Request {
     pub listener: Arc<str>,
 }
 
+/// `User:ANONYMOUS` and the `--listen` listener's name, shared.
+static ANONYMOUS: std::sync::LazyLock<Arc<KafkaPrincipal>> =
+    std::sync::LazyLock::new(|| Arc::new(KafkaPrincipal::anonymous()));
+static PLAINTEXT: std::sync::LazyLock<Arc<str>> =
+    std::sync::LazyLock::new(|| Arc::from("PLAINTEXT"));
+
 /// Response bytes one connection may hold before they reach its socket:
 /// a Fetch reserves up to its `max_bytes` from it (and is answered with at
 /// most what it got) before it reads anything, and gives it back once its
@@ -114,8 +120,9 @@ impl Request {
             header,
             body: frame,
             response_budget: None,
-            principal: Arc::new(KafkaPrincipal::anonymous()),
-            listener: Arc::from("PLAINTEXT"),
+            // The connection sets both; shared defaults cost no allocation.
+            principal: ANONYMOUS.clone(),
+            listener: PLAINTEXT.clone(),
         })
     }
 
