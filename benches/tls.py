@@ -129,20 +129,6 @@ class KafkaTls:
         self.cluster.kill9(1)
 
 
-def consume(tools: Tools, bootstrap: str, topic: str, n: int, name: str, extra: list[str]) -> dict:
-    a = tools.args
-    parts = [x for p in range(a.partitions) for x in ("-p", str(p))]
-    cmd = [tools.rkp, "-C", "-t", topic, *parts, "-b", bootstrap, "-o", "beginning", "-c", str(n), "-e",
-           "-q", *extra]
-    r = tools.run(cmd, name, a.phase_timeout)
-    m = vs_kafka.RKP_CONS_RE.search(r.pop("stdout"))
-    if m:
-        recs, nbytes, ms, rps, mbps = m.groups()
-        r.update({"records": int(recs), "bytes": int(nbytes), "ms": int(ms), "MBps": float(mbps)})
-    r["ok"] = bool(m) and r["exit_code"] == 0 and r.get("records") == n
-    return r
-
-
 def one_round(cls, rnd: int, args, base: Path, tls) -> dict:
     work = base / f"{cls.name}-{rnd}"
     work.mkdir(parents=True)
@@ -158,8 +144,8 @@ def one_round(cls, rnd: int, args, base: Path, tls) -> dict:
         n = args.mb * 1_000_000 // args.record_size
         warm = max(1, args.warmup_mb * 1_000_000 // args.record_size)
         r = tools.rk_produce(system.addr("PLAINTEXT"), "warmup", warm, "all", "warmup-produce")
-        out["phases"]["warmup"] = {"ok": r["ok"] and consume(
-            tools, system.addr("PLAINTEXT"), "warmup", warm, "warmup-consume", [])["ok"]}
+        out["phases"]["warmup"] = {"ok": r["ok"] and tools.rk_consume(
+            system.addr("PLAINTEXT"), "warmup", warm, "warmup-consume")["ok"]}
         order = list(LISTENERS) if rnd % 2 == 0 else list(reversed(LISTENERS))
         for listener in order:
             topic = f"bench-{listener.lower()}"
@@ -169,7 +155,7 @@ def one_round(cls, rnd: int, args, base: Path, tls) -> dict:
             log(f"{cls.name} round {rnd} produce {listener}: {p.get('MBps')} MB/s ok={p['ok']}")
         for listener in order:
             topic = f"bench-{listener.lower()}"
-            c = consume(tools, system.addr(listener), topic, n, f"consume-{listener}", extra[listener])
+            c = tools.rk_consume(system.addr(listener), topic, n, f"consume-{listener}", extra[listener])
             out["phases"][f"consume {listener}"] = c
             log(f"{cls.name} round {rnd} consume {listener}: {c.get('MBps')} MB/s ok={c['ok']}")
     finally:

@@ -595,9 +595,10 @@ class Tools:
         r["ok"] = bool(m) and r["exit_code"] == 0 and r.get("records_delivered") == n and not r.get("records_failed")
         return r
 
-    def rk_consume(self, bootstrap, topic, n, name) -> dict:
+    def rk_consume(self, bootstrap, topic, n, name, extra=()) -> dict:
         parts = [x for p in range(self.args.partitions) for x in ("-p", str(p))]
-        cmd = [self.rkp, "-C", "-t", topic, *parts, "-b", bootstrap, "-o", "beginning", "-c", str(n), "-e", "-q"]
+        cmd = [self.rkp, "-C", "-t", topic, *parts, "-b", bootstrap, "-o", "beginning", "-c", str(n), "-e", "-q",
+               *extra]
         r = self.run(cmd, name, self.args.phase_timeout)
         m = RKP_CONS_RE.search(r.pop("stdout"))
         if m:
