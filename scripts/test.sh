@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# The whole test suite: Rust tests (unit tests, and object-store tests against
-# a real S3-protocol server, moto), then the end-to-end suite that drives a
-# real broker binary with real Kafka clients (librdkafka via confluent-kafka,
-# and kafka-python), then the client compatibility suite (tests/compat: the
-# same scenario with confluent-kafka, kafka-python, aiokafka, kafkajs and
-# kcat, librdkafka's own test suite, CI tier, the Java client, Kafka Streams,
-# Kafka's command-line tools, franz-go, and a differential test against Apache
-# Kafka itself). Creates .venv with the
+# The whole test suite: the end-to-end suite that drives a real broker binary
+# with real Kafka clients (librdkafka via confluent-kafka, and kafka-python),
+# then the Rust tests (unit tests, and object-store tests against a real
+# S3-protocol server, moto), then the client compatibility suite
+# (tests/compat: the same scenario with confluent-kafka, kafka-python,
+# aiokafka, kafkajs and kcat, librdkafka's own test suite, CI tier, the Java
+# client, Kafka Streams, Kafka's command-line tools, franz-go, and a
+# differential test against Apache Kafka itself). Creates .venv with the
 # Python packages on first run, and installs kafkajs (npm), kcat, chromium and
-# etcd-server (Debian) when missing; librdkafka's test runner is built from Debian's source
-# package on first run (tests/compat/librdkafka/build.sh, about 2 minutes, in
-# the background while the e2e suite runs).
+# etcd-server (Debian) when missing; librdkafka's test runner is built from
+# Debian's source package on first run (tests/compat/librdkafka/build.sh,
+# about 2 minutes). It and the Rust tests are built in the background while
+# the e2e suite runs, which mostly waits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,21 +20,37 @@ cd "$(dirname "$0")/.."
 timed() { python3 scripts/timed.py "$@"; }
 RDK_PID=""
 RDK_LOG="$PWD/target/librdkafka-suite-build.log"
+RUST_PID=""
+RUST_LOG="$PWD/target/rust-tests-build.log"
+# Each pytest suite writes a JUnit report here; on exit the failed tests
+# are printed last (scripts/failures.py), so a run's tail names them.
+REPORTS="$PWD/target/test-reports"
 on_exit() {
   local rc=$?
-  # The background build of librdkafka's test runner (below): stopped if
-  # the command ends before it does, and its log printed if it failed.
-  if [ -n "$RDK_PID" ] && kill -0 "$RDK_PID" 2>/dev/null; then
-    kill -- -"$RDK_PID" 2>/dev/null || true
-  fi
-  [ -f "$RDK_LOG" ] && grep -h '^==> timing:' "$RDK_LOG" || true
+  # The background builds (librdkafka's test runner, the Rust tests; below):
+  # stopped if the command ends before they do, their timings printed, and
+  # the librdkafka build's log printed if it failed (a failed Rust test
+  # build is built again, in the foreground, by `cargo test`).
+  for pid in "$RDK_PID" "$RUST_PID"; do
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+      kill -- -"$pid" 2>/dev/null || true
+    fi
+  done
+  for log in "$RDK_LOG" "$RUST_LOG"; do
+    [ -f "$log" ] && grep -h '^==> timing:' "$log" || true
+  done
   if [ -f "$RDK_LOG.rc" ] && [ "$(cat "$RDK_LOG.rc")" != 0 ]; then
     echo "==> the background build of librdkafka's test runner failed (exit $(cat "$RDK_LOG.rc")); its log, $RDK_LOG:"
     cat "$RDK_LOG"
   fi
+  if [ "$rc" != 0 ] && compgen -G "$REPORTS/*.xml" >/dev/null; then
+    python3 scripts/failures.py "$REPORTS"/*.xml || true
+  fi
   echo "==> timing: whole test command: ${SECONDS} s wall (exit $rc)"
 }
 trap on_exit EXIT
+
+rm -rf "$REPORTS"
 
 echo "==> building the broker and strata-s3 (release)"
 timed "release build" -- cargo build --release --locked -p strata-broker -p strata-local-stack
@@ -101,9 +118,6 @@ local-stack/kafka/kafka fetch >/dev/null
 echo "==> import graph: no file imports back into a file that imports it"
 python3 scripts/import_graph.py
 
-echo "==> Rust tests (the object-store tests start moto from .venv)"
-timed "Rust tests" -- cargo test --workspace --locked
-
 # The Python suites mostly wait (brokers, clusters, session timeouts), so
 # each runs on PYTEST_WORKERS pytest-xdist workers (docs/test-suite.md).
 # A compat file keeps its one broker, so compat is spread file by file.
@@ -123,10 +137,27 @@ setsid bash -c 'python3 scripts/timed.py "librdkafka runner build (background)" 
   rdk-build "$RDK_LOG" &
 RDK_PID=$!
 
+# The Rust tests' build (the test profile: every dependency again, unoptimized)
+# is done the same way, in the background at the lowest priority while the
+# e2e suite waits on its brokers; the tests themselves run after e2e, in the
+# foreground, whose `cargo test` waits on cargo's lock for this build and
+# then only runs them (or, if this build failed, builds again and shows why).
+echo "==> building the Rust tests in the background (log: $RUST_LOG)"
+rm -f "$RUST_LOG"
+setsid bash -c 'python3 scripts/timed.py "Rust test build (background)" -- \
+                  nice -n 19 cargo test --workspace --locked --no-run > "$1" 2>&1' \
+  rust-build "$RUST_LOG" &
+RUST_PID=$!
+
 echo "==> end-to-end tests with real Kafka clients ($WORKERS workers)"
 STRATA_BIN="$PWD/target/release/strata" STRATA_S3_BIN="$PWD/target/release/strata-s3" \
-  timed "e2e suite" -- .venv/bin/pytest tests/e2e -q -n "$WORKERS" --durations=20 "$@"
+  timed "e2e suite" -- .venv/bin/pytest tests/e2e -q -n "$WORKERS" --durations=20 \
+    --junitxml="$REPORTS/e2e.xml" "$@"
+
+echo "==> Rust tests (the object-store tests start moto from .venv)"
+timed "Rust tests" -- cargo test --workspace --locked
 
 echo "==> client compatibility suite (tests/compat, $WORKERS workers)"
 STRATA_BIN="$PWD/target/release/strata" STRATA_RDKAFKA_BUILD_LOG="$RDK_LOG" \
-  timed "compat suite" -- .venv/bin/pytest tests/compat -q -n "$WORKERS" --dist loadfile --durations=10
+  timed "compat suite" -- .venv/bin/pytest tests/compat -q -n "$WORKERS" --dist loadfile --durations=10 \
+    --junitxml="$REPORTS/compat.xml"
