@@ -331,6 +331,17 @@ impl Node {
         )
         .await
         .ctx("loading the SCRAM credentials")?;
+        let acls = strata_cluster::acl_store::AclStore::open(
+            cluster_store.clone(),
+            (!clustered).then(|| opts.data_dir.join("security")),
+            shutdown_rx.clone(),
+        )
+        .await
+        .ctx("loading the ACL bindings")?;
+        let authorizer =
+            settings.security.authorizer.clone().map(|config| {
+                strata_security::authorizer::Authorizer::new(config, Default::default())
+            });
         let bound = server::listeners::bind(
             &settings.security,
             &server::listeners::ListenFlags {
@@ -361,6 +372,19 @@ impl Node {
                 "the inter-broker listener {} is {}: brokers replicate over PLAINTEXT only for now (docs/security-plan.md); add a PLAINTEXT listener for inter.broker.listener.name",
                 inter_broker.advertised.name, inter_broker.context.protocol
             )));
+        }
+        // Brokers reach each other as User:ANONYMOUS (PLAINTEXT): with an
+        // authorizer, that principal must be a super user, or followers
+        // could not fetch (Kafka's setups name their inter-broker
+        // principal in super.users for the same reason).
+        if let Some(az) = &authorizer {
+            let anonymous = strata_security::principal::KafkaPrincipal::anonymous().to_string();
+            if clustered && !az.is_super_user(&anonymous) {
+                return Err(NodeError::Refused(format!(
+                    "authorizer.class.name is set and brokers replicate over the PLAINTEXT listener {} as {anonymous}: add {anonymous} to super.users",
+                    inter_broker.advertised.name
+                )));
+            }
         }
         let local: SocketAddr = inter_broker.local;
         let (host, port) = (
@@ -492,6 +516,8 @@ impl Node {
             advertised_port: port,
             listeners: advertised.clone(),
             scram,
+            acls,
+            authorizer,
             max_request_bytes: settings.socket_request_max_bytes,
             remote: remote.clone(),
             dynamic,

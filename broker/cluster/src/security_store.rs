@@ -1,98 +1,76 @@
 //! Where the cluster keeps its users' SCRAM credentials and the SCRAM
 //! decoy secret, so every broker authenticates the same users the same way:
 //! one key of the cluster store each (`security/scram_credentials`,
-//! `security/scram_decoy_key`), written by compare-and-swap and watched by
-//! every broker, which holds the current set in memory for the
+//! `security/scram_decoy_key`). The credentials are a `StoredValue`
+//! (`stored_value.rs`: compare-and-swap, watched by every broker, mirrored
+//! to `<data-dir>/security/` on a broker alone), held in memory for the
 //! authenticator.
-//!
-//! A broker alone runs on the embedded store, which keeps nothing on disk:
-//! there the values are also written to `<data-dir>/security/` before the
-//! store takes them, and loaded into it at start, so a restart keeps them.
 //!
 //! The set is stored whole (a credential is about 200 bytes of JSON, so
 //! etcd's 1.5 MB value limit holds several thousand users).
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use serde_json::{json, Value};
-use strata_common::durable_file;
 use strata_security::sasl::ScramCredentials;
 use strata_security::scram::store::{CredentialStore, Deletion, Described, Upsertion, UserResult};
 use strata_security::scram::{random_key, ScramCredential, ScramMechanism};
-use tokio::sync::{watch, Mutex};
+use tokio::sync::watch;
 
-use crate::cluster::store::{ClusterStore, Compare, Op, StoreError, WatchEvent};
+use crate::cluster::store::{ClusterStore, Compare, Op};
+pub use crate::stored_value::SecurityStoreError;
+use crate::stored_value::{
+    seed_from_file, write_file, StoredCodec, StoredValue, UpdateOutcome, Versioned,
+};
 
-const CREDENTIALS_KEY: &str = "security/scram_credentials";
 const DECOY_KEY: &str = "security/scram_decoy_key";
-const CREDENTIALS_FILE: &str = "scram_credentials.json";
 const DECOY_FILE: &str = "scram_decoy_key";
 /// The `(user, mechanism)` pairs `--add-scram` ever added: never again,
 /// so a deleted bootstrap user stays deleted across restarts.
 const BOOTSTRAPPED_KEY: &str = "security/scram_bootstrapped";
 const BOOTSTRAPPED_FILE: &str = "scram_bootstrapped.json";
 
-#[derive(Debug, thiserror::Error)]
-pub enum SecurityStoreError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("cannot write {path}: {source}")]
-    File {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("the stored SCRAM credentials are unreadable: {0}")]
-    Corrupt(String),
-    #[error("the system's secure random source failed")]
-    Random,
-    #[error("--add-scram: {0}")]
-    Bootstrap(String),
-}
-
 /// The cluster's SCRAM credentials, kept current. `Debug` leaves the
 /// decoy secret and the credentials out.
 pub struct SecurityStore {
-    store: Arc<dyn ClusterStore>,
-    /// `<data-dir>/security` on a broker alone (the embedded store).
-    dir: Option<PathBuf>,
-    /// The set and the store revision it was read at: a value is replaced
-    /// only by a newer one, so a broker's own write never hides a later
-    /// one another broker made.
-    current: watch::Sender<Versioned>,
+    credentials: Arc<StoredValue<CredentialStore>>,
     decoy_key: [u8; 32],
-    writes: Mutex<()>,
 }
 
 impl std::fmt::Debug for SecurityStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SecurityStore")
-            .field("store", &self.store.describe())
-            .field("dir", &self.dir)
-            .field("users", &self.current.borrow().set.len())
+            .field("store", &self.credentials.store().describe())
+            .field("dir", &self.credentials.dir())
+            .field("users", &self.credentials.get().len())
             .finish_non_exhaustive()
     }
 }
 
-/// A credential set and the revision of the store it was read at (0:
-/// the key was absent).
-#[derive(Debug, Clone, Default)]
-struct Versioned {
-    revision: i64,
-    set: Arc<CredentialStore>,
-}
-
 /// The current credentials, as the authenticator reads them.
 #[derive(Debug, Clone)]
-pub struct CredentialView(watch::Receiver<Versioned>);
+pub struct CredentialView(watch::Receiver<Versioned<CredentialStore>>);
 
 impl ScramCredentials for CredentialView {
     fn scram_credential(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential> {
-        self.0.borrow().set.get(user, mechanism).cloned()
+        self.0.borrow().value().get(user, mechanism).cloned()
+    }
+}
+
+impl StoredCodec for CredentialStore {
+    const KEY: &'static str = "security/scram_credentials";
+    const FILE: &'static str = "scram_credentials.json";
+    const WHAT: &'static str = "SCRAM credentials";
+
+    fn encode(&self) -> Vec<u8> {
+        encode(self)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Self, String> {
+        decode(bytes)
     }
 }
 
@@ -113,8 +91,8 @@ fn encode(set: &CredentialStore) -> Vec<u8> {
     serde_json::to_vec(&json!({ "version": 1, "credentials": entries })).unwrap_or_default()
 }
 
-fn decode(bytes: &[u8]) -> Result<CredentialStore, SecurityStoreError> {
-    let corrupt = |m: &str| SecurityStoreError::Corrupt(m.to_string());
+fn decode(bytes: &[u8]) -> Result<CredentialStore, String> {
+    let corrupt = |m: &str| format!("SCRAM credentials: {m}");
     let v: Value = serde_json::from_slice(bytes).map_err(|e| corrupt(&e.to_string()))?;
     let mut set = CredentialStore::default();
     let entries = v["credentials"]
@@ -122,7 +100,7 @@ fn decode(bytes: &[u8]) -> Result<CredentialStore, SecurityStoreError> {
         .ok_or_else(|| corrupt("no credentials list"))?;
     for e in entries {
         let text = |k: &str| e[k].as_str().ok_or_else(|| corrupt(&format!("no {k}")));
-        let bytes = |k: &str| -> Result<Vec<u8>, SecurityStoreError> {
+        let bytes = |k: &str| -> Result<Vec<u8>, String> {
             B64.decode(text(k)?)
                 .map_err(|_| corrupt(&format!("{k} is not base64")))
         };
@@ -197,42 +175,22 @@ impl SecurityStore {
         shutdown: watch::Receiver<bool>,
     ) -> Result<Arc<SecurityStore>, SecurityStoreError> {
         if let Some(dir) = &dir {
-            std::fs::create_dir_all(dir).map_err(|source| SecurityStoreError::File {
-                path: dir.display().to_string(),
-                source,
-            })?;
             for (file, key) in [
-                (CREDENTIALS_FILE, CREDENTIALS_KEY),
                 (DECOY_FILE, DECOY_KEY),
                 (BOOTSTRAPPED_FILE, BOOTSTRAPPED_KEY),
             ] {
-                if let Ok(bytes) = std::fs::read(dir.join(file)) {
-                    store
-                        .txn(
-                            vec![Compare::Absent(key.to_string())],
-                            vec![Op::put(key, bytes)],
-                        )
-                        .await?;
-                }
+                seed_from_file(&store, dir, file, key).await?;
             }
         }
         let decoy_key = Self::load_decoy_key(&store, dir.as_deref()).await?;
-        let (set, revision) = Self::read(&store).await?;
-        let (current, _) = watch::channel(Versioned {
-            revision: revision.unwrap_or(0),
-            set: Arc::new(set),
-        });
+        let credentials = StoredValue::open(store, dir, shutdown).await?;
         let this = Arc::new(SecurityStore {
-            store,
-            dir,
-            current,
+            credentials,
             decoy_key,
-            writes: Mutex::new(()),
         });
         if !bootstrap.is_empty() {
             this.bootstrap(bootstrap).await?;
         }
-        tokio::spawn(Self::follow(Arc::downgrade(&this), shutdown));
         Ok(this)
     }
 
@@ -243,8 +201,9 @@ impl SecurityStore {
         &self,
         bootstrap: Vec<(String, ScramCredential)>,
     ) -> Result<(), SecurityStoreError> {
+        let store = self.credentials.store();
         let pair = |user: &str, c: &ScramCredential| format!("{user}/{}", c.mechanism.name());
-        let done: Vec<String> = match self.store.get(BOOTSTRAPPED_KEY).await? {
+        let done: Vec<String> = match store.get(BOOTSTRAPPED_KEY).await? {
             Some(kv) => serde_json::from_slice(&kv.value)
                 .map_err(|e| SecurityStoreError::Corrupt(format!("bootstrapped users: {e}")))?,
             None => Vec::new(),
@@ -256,27 +215,28 @@ impl SecurityStore {
         if fresh.is_empty() {
             return Ok(());
         }
-        self.update(|set| {
-            let mut added = Vec::new();
-            for (user, c) in &fresh {
-                if set.get(user, c.mechanism).is_none() {
-                    set.insert(user, c.clone());
-                    added.push(format!("{user} ({})", c.mechanism.name()));
+        self.credentials
+            .update(|set| {
+                let mut added = Vec::new();
+                for (user, c) in &fresh {
+                    if set.get(user, c.mechanism).is_none() {
+                        set.insert(user, c.clone());
+                        added.push(format!("{user} ({})", c.mechanism.name()));
+                    }
                 }
-            }
-            if !added.is_empty() {
-                tracing::info!(users = %added.join(", "), "added SCRAM credentials given by --add-scram");
-            }
-            Ok(!added.is_empty())
-        })
-        .await?;
+                if !added.is_empty() {
+                    tracing::info!(users = %added.join(", "), "added SCRAM credentials given by --add-scram");
+                }
+                Ok(!added.is_empty())
+            })
+            .await?;
         let mut all = done;
         all.extend(fresh.iter().map(|(u, c)| pair(u, c)));
         let bytes = serde_json::to_vec(&all).unwrap_or_default();
-        if let Some(dir) = &self.dir {
+        if let Some(dir) = self.credentials.dir() {
             write_file(&dir.join(BOOTSTRAPPED_FILE), &bytes)?;
         }
-        self.store
+        store
             .txn(Vec::new(), vec![Op::put(BOOTSTRAPPED_KEY, bytes)])
             .await?;
         Ok(())
@@ -307,169 +267,31 @@ impl SecurityStore {
         }
     }
 
-    async fn read(
-        store: &Arc<dyn ClusterStore>,
-    ) -> Result<(CredentialStore, Option<i64>), SecurityStoreError> {
-        match store.get(CREDENTIALS_KEY).await? {
-            Some(kv) => Ok((decode(&kv.value)?, Some(kv.mod_revision))),
-            None => Ok((CredentialStore::default(), None)),
-        }
-    }
-
-    /// Keeps `current` equal to the store's value: a watch on the key,
-    /// listed again whenever the watch breaks.
-    async fn follow(this: std::sync::Weak<SecurityStore>, mut shutdown: watch::Receiver<bool>) {
-        loop {
-            let Some(me) = this.upgrade() else { return };
-            let store = me.store.clone();
-            let from = match store.list(CREDENTIALS_KEY).await {
-                Ok((kvs, revision)) => {
-                    match kvs.iter().find(|kv| kv.key == CREDENTIALS_KEY) {
-                        Some(kv) => me.apply(kv.mod_revision, &kv.value),
-                        None => me.offer(revision, CredentialStore::default()),
-                    }
-                    revision + 1
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot read the SCRAM credentials; retrying");
-                    drop(me);
-                    tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
-                        _ = shutdown.changed() => return,
-                    }
-                }
-            };
-            drop(me);
-            let mut events = match store.watch(CREDENTIALS_KEY, from).await {
-                Ok(w) => w,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot watch the SCRAM credentials; retrying");
-                    tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_secs(1)) => continue,
-                        _ = shutdown.changed() => return,
-                    }
-                }
-            };
-            loop {
-                let batch = tokio::select! {
-                    b = events.recv() => b,
-                    _ = shutdown.changed() => return,
-                };
-                let Some(Ok(batch)) = batch else {
-                    // The watch broke: list again after a pause.
-                    tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_millis(200)) => break,
-                        _ = shutdown.changed() => return,
-                    }
-                };
-                let Some(me) = this.upgrade() else { return };
-                for event in batch {
-                    match event {
-                        WatchEvent::Put(kv) if kv.key == CREDENTIALS_KEY => {
-                            me.apply(kv.mod_revision, &kv.value);
-                        }
-                        WatchEvent::Delete { key, mod_revision } if key == CREDENTIALS_KEY => {
-                            me.offer(mod_revision, CredentialStore::default());
-                        }
-                        _ => {}
-                    }
-                }
-            }
-        }
-    }
-
-    fn apply(&self, revision: i64, bytes: &[u8]) {
-        match decode(bytes) {
-            Ok(set) => self.offer(revision, set),
-            Err(e) => {
-                tracing::error!(error = %e, "ignoring unreadable SCRAM credentials in the cluster store");
-            }
-        }
-    }
-
-    /// Takes `set`, read at `revision`, unless a newer one is held.
-    fn offer(&self, revision: i64, set: CredentialStore) {
-        self.current.send_if_modified(|cur| {
-            if revision > cur.revision {
-                *cur = Versioned {
-                    revision,
-                    set: Arc::new(set),
-                };
-                true
-            } else {
-                false
-            }
-        });
-    }
-
-    /// Changes the set: `change` returns whether it changed anything;
-    /// its value is returned. Compare-and-swap against other brokers.
-    async fn update<T>(
-        &self,
-        mut change: impl FnMut(&mut CredentialStore) -> Result<T, SecurityStoreError>,
-    ) -> Result<T, SecurityStoreError>
-    where
-        T: UpdateOutcome,
-    {
-        let _one_writer = self.writes.lock().await;
-        loop {
-            let (mut set, revision) = Self::read(&self.store).await?;
-            let out = change(&mut set)?;
-            if !out.changed() {
-                return Ok(out);
-            }
-            let bytes = encode(&set);
-            if let Some(dir) = &self.dir {
-                write_file(&dir.join(CREDENTIALS_FILE), &bytes)?;
-            }
-            let compare = match revision {
-                Some(r) => Compare::ModRevision(CREDENTIALS_KEY.to_string(), r),
-                None => Compare::Absent(CREDENTIALS_KEY.to_string()),
-            };
-            let put = Op::put(CREDENTIALS_KEY, bytes);
-            let outcome = self.store.txn(vec![compare], vec![put]).await?;
-            if outcome.succeeded {
-                self.offer(outcome.revision, set);
-                return Ok(out);
-            }
-        }
-    }
-
     /// AlterUserScramCredentials.
     pub async fn alter(
         &self,
         deletions: &[Deletion],
         upsertions: &[Upsertion],
     ) -> Result<Vec<UserResult>, SecurityStoreError> {
-        self.update(|set| Ok(Altered(set.alter(deletions, upsertions))))
+        self.credentials
+            .update(|set| Ok(Altered(set.alter(deletions, upsertions))))
             .await
             .map(|a| a.0)
     }
 
     /// DescribeUserScramCredentials, from the current set.
     pub fn describe(&self, users: Option<&[String]>) -> Vec<Described> {
-        self.current.borrow().set.describe(users)
+        self.credentials.get().describe(users)
     }
 
     /// What the authenticator reads.
     pub fn view(&self) -> CredentialView {
-        CredentialView(self.current.subscribe())
+        CredentialView(self.credentials.subscribe())
     }
 
     /// The cluster's SCRAM decoy secret.
     pub fn decoy_key(&self) -> [u8; 32] {
         self.decoy_key
-    }
-}
-
-/// Whether an update changed the set.
-trait UpdateOutcome {
-    fn changed(&self) -> bool;
-}
-
-impl UpdateOutcome for bool {
-    fn changed(&self) -> bool {
-        *self
     }
 }
 
@@ -481,17 +303,11 @@ impl UpdateOutcome for Altered {
     }
 }
 
-fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<(), SecurityStoreError> {
-    durable_file::write_atomically_private(path, bytes).map_err(|source| SecurityStoreError::File {
-        path: path.display().to_string(),
-        source,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cluster::open_store;
+    use std::time::Duration;
 
     /// An upsertion as a client sends it: any salted password of the
     /// hash's length makes a credential.
@@ -578,7 +394,7 @@ mod tests {
             .is_none());
         // The stored keys are the owner's only.
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(dir.path().join(CREDENTIALS_FILE))
+        let mode = std::fs::metadata(dir.path().join(<CredentialStore as StoredCodec>::FILE))
             .unwrap()
             .permissions()
             .mode();

@@ -72,6 +72,7 @@ top_level!(
     ListTransactionsResponse,
     SaslHandshakeResponse,
     SaslAuthenticateResponse,
+    DescribeAclsResponse,
 );
 
 /// Responses with a list of results, each with an `error_code`.
@@ -98,6 +99,8 @@ per_item!(
     DescribeTransactionsResponse => transaction_states,
     DescribeUserScramCredentialsResponse => results,
     AlterUserScramCredentialsResponse => results,
+    CreateAclsResponse => results,
+    DeleteAclsResponse => filter_results,
 );
 
 impl ErrorCodes for DescribeLogDirsResponse {

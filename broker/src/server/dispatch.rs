@@ -48,6 +48,8 @@ pub enum DispatchError {
     },
     #[error("cannot encode response: {0}")]
     Encode(String),
+    #[error("{principal} may not use {api:?}: with authorizer.class.name set, Strata checks ACLs on Metadata and the ACL and SCRAM user APIs only so far, and serves every other API to super.users alone (docs/security.md)")]
+    NotAuthorized { api: ApiKey, principal: String },
 }
 
 /// A framed request with its header decoded and its body still encoded.
@@ -124,6 +126,11 @@ impl Request {
             principal: ANONYMOUS.clone(),
             listener: PLAINTEXT.clone(),
         })
+    }
+
+    /// Who sent it, for the authorizer.
+    pub(crate) fn caller(&self, broker: &Broker) -> super::authz::Caller {
+        super::authz::Caller::of(&self.principal, &self.peer, broker)
     }
 
     /// Decodes the body, once [`bounds`] has found that doing so costs no
@@ -208,6 +215,9 @@ pub enum Prepared {
 /// request order by the connection.
 pub async fn prepare(mut req: Request, broker: &Arc<Broker>) -> Prepared {
     let (api, version, cid) = (req.api_key, req.version, req.correlation_id);
+    if let Err(principal) = super::authz::gate(api, &req.principal, broker) {
+        return Prepared::Ready(Err(DispatchError::NotAuthorized { api, principal }));
+    }
     if !versions::is_supported(api, version) || legacy::is_legacy(api, version) {
         return Prepared::Ready(handle(req, broker).await);
     }
@@ -309,7 +319,8 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
         return Err(DispatchError::UnsupportedVersion { api, version });
     }
     if legacy::is_legacy(api, version) {
-        return legacy::handle(api, version, cid, &req.body, broker)
+        let caller = req.caller(broker);
+        return legacy::handle(api, version, cid, &req.body, broker, &caller)
             .await
             .map_err(|e| DispatchError::Decode {
                 api,
@@ -334,6 +345,16 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
             encode_response(cid, version, &resp).map(Some)
         }};
     }
+    // The same, for handlers that check the caller's ACLs.
+    macro_rules! route_as {
+        ($req_ty:ty, $handler:expr) => {{
+            let r: $req_ty = req.decode_body()?;
+            let caller = req.caller(broker);
+            let resp = $handler(r, version, broker, &caller).await;
+            errors::count(api, &resp);
+            encode_response(cid, version, &resp).map(Some)
+        }};
+    }
     // Produce and Fetch never come here: `prepare` defers them (their
     // ordered and waiting phases differ from every other API's).
     match api {
@@ -341,7 +362,13 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
         ApiKey::OffsetForLeaderEpoch => {
             route!(OffsetForLeaderEpochRequest, handlers::leader_epoch::handle)
         }
-        ApiKey::Metadata => route_on!(MetadataRequest, handlers::metadata::handle),
+        ApiKey::Metadata => {
+            let r: MetadataRequest = req.decode_body()?;
+            let caller = req.caller(broker);
+            let resp = handlers::metadata::handle(r, version, broker, &req.listener, &caller).await;
+            errors::count(api, &resp);
+            encode_response(cid, version, &resp).map(Some)
+        }
         ApiKey::ApiVersions => {
             let r: ApiVersionsRequest = req.decode_body()?;
             let resp = if version >= 3 && !handlers::cluster::valid_client_software(&r) {
@@ -444,14 +471,17 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
         // authenticator before dispatch; here they came on one without.
         ApiKey::SaslHandshake => route!(SaslHandshakeRequest, handlers::sasl::handshake),
         ApiKey::SaslAuthenticate => route!(SaslAuthenticateRequest, handlers::sasl::authenticate),
-        ApiKey::DescribeUserScramCredentials => route!(
+        ApiKey::DescribeUserScramCredentials => route_as!(
             DescribeUserScramCredentialsRequest,
             handlers::scram_users::describe
         ),
-        ApiKey::AlterUserScramCredentials => route!(
+        ApiKey::AlterUserScramCredentials => route_as!(
             AlterUserScramCredentialsRequest,
             handlers::scram_users::alter
         ),
+        ApiKey::DescribeAcls => route_as!(DescribeAclsRequest, handlers::acls::describe),
+        ApiKey::CreateAcls => route_as!(CreateAclsRequest, handlers::acls::create),
+        ApiKey::DeleteAcls => route_as!(DeleteAclsRequest, handlers::acls::delete),
         other => Err(DispatchError::UnsupportedVersion {
             api: other,
             version,

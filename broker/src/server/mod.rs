@@ -2,6 +2,7 @@
 //! routes them to handlers. Owns no storage; every handler works through the
 //! [`LogManager`](crate::log_manager::LogManager).
 
+pub mod authz;
 pub mod config_admin;
 pub mod connection;
 pub mod dispatch;
@@ -48,6 +49,12 @@ pub struct Broker {
     pub listeners: Vec<listeners::Advertised>,
     /// The cluster's SCRAM users.
     pub scram: Arc<strata_cluster::security_store::SecurityStore>,
+    /// The cluster's ACL bindings.
+    pub acls: Arc<strata_cluster::acl_store::AclStore>,
+    /// The authorizer's settings (None: `authorizer.class.name` is unset
+    /// and every client may do everything); `authorizer()` pairs them
+    /// with the current bindings.
+    pub authorizer: Option<strata_security::authorizer::Authorizer>,
     pub max_request_bytes: usize,
     /// Broker settings changed at run time.
     pub dynamic: Arc<DynamicConfigs>,
@@ -62,6 +69,14 @@ pub struct Broker {
 }
 
 impl Broker {
+    /// The authorizer over the bindings of this moment (None: no
+    /// authorizer is configured).
+    pub fn authorizer(&self) -> Option<strata_security::authorizer::Authorizer> {
+        self.authorizer
+            .as_ref()
+            .map(|a| a.with_acls(self.acls.current()))
+    }
+
     pub fn host(&self) -> StrBytes {
         StrBytes::from_string(self.advertised_host.clone())
     }

@@ -115,6 +115,14 @@ async fn broker(dir: &std::path::Path) -> Broker {
         )
         .await
         .unwrap(),
+        acls: strata_cluster::acl_store::AclStore::open(
+            crate::cluster::open_store(None).unwrap(),
+            None,
+            tokio::sync::watch::channel(false).1,
+        )
+        .await
+        .unwrap(),
+        authorizer: None,
         max_request_bytes: 1 << 20,
         cluster,
     }
@@ -147,7 +155,8 @@ async fn every_response_encodes_at_every_advertised_version() {
         let mut missing = metadata_request::MetadataRequestTopic::default();
         missing.name = Some(TopicName(s("bad name!")));
         req.topics = Some(vec![t, missing]);
-        let r = handlers::metadata::handle(req, v, &b, "PLAINTEXT").await;
+        let caller = crate::server::authz::Caller::unchecked();
+        let r = handlers::metadata::handle(req, v, &b, "PLAINTEXT", &caller).await;
         assert_eq!(r.topics[0].partitions.len(), 2);
         check(ApiKey::Metadata, v, &r);
     }

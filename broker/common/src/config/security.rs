@@ -13,6 +13,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use strata_security::authorizer::{parse_super_users, AuthorizerConfig};
 use strata_security::jaas::JaasConfig;
 use strata_security::listeners::{ListenerSettings, Listeners, SecurityProtocol};
 use strata_security::plain::PlainUsers;
@@ -155,6 +156,9 @@ pub struct SecuritySettings {
     pub per_listener: Vec<ListenerSecurity>,
     /// `connection.failed.authentication.delay.ms`.
     pub failed_authentication_delay: Duration,
+    /// Some when `authorizer.class.name` names the standard authorizer:
+    /// `super.users` and `allow.everyone.if.no.acl.found`.
+    pub authorizer: Option<AuthorizerConfig>,
 }
 
 impl SecuritySettings {
@@ -168,6 +172,7 @@ impl SecuritySettings {
     pub(super) fn parse(
         v: &Values,
         failed_authentication_delay: Duration,
+        authorizer: Option<AuthorizerConfig>,
     ) -> Result<SecuritySettings, ConfigError> {
         let invalid = ConfigError::Invalid;
         // Every per-listener setting must name a listener that exists.
@@ -189,6 +194,7 @@ impl SecuritySettings {
                 listeners: None,
                 per_listener: Vec::new(),
                 failed_authentication_delay,
+                authorizer,
             });
         }
         let explicit = |n: &str| v.explicit(n).map(str::to_string);
@@ -236,8 +242,27 @@ impl SecuritySettings {
             listeners: Some(listeners),
             per_listener,
             failed_authentication_delay,
+            authorizer,
         })
     }
+}
+
+/// The authorizer's settings, when `authorizer.class.name` names one (the
+/// validator has refused every other name).
+pub(super) fn authorizer_config(
+    class_name: &str,
+    super_users: &str,
+    allow_everyone_if_no_acl_found: bool,
+) -> Result<Option<AuthorizerConfig>, ConfigError> {
+    if class_name.trim().is_empty() {
+        return Ok(None);
+    }
+    let super_users = parse_super_users(super_users)
+        .map_err(|e| ConfigError::Invalid(format!("super.users: {}", e.0)))?;
+    Ok(Some(AuthorizerConfig {
+        super_users,
+        allow_everyone_if_no_acl_found,
+    }))
 }
 
 fn sasl_listener(v: &Values, listener: &str) -> Result<SaslListener, ConfigError> {

@@ -47,6 +47,35 @@ fn check_tls_protocols(v: &str) -> Result<(), String> {
     }
 }
 
+/// `authorizer.class.name`: Kafka's names for its standard authorizer
+/// (KRaft's, and ZooKeeper-era `AclAuthorizer`), which Strata's is.
+pub const STANDARD_AUTHORIZERS: &[&str] = &[
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "kafka.security.authorizer.AclAuthorizer",
+];
+
+fn check_authorizer(v: &str) -> Result<(), String> {
+    let v = v.trim();
+    if v.is_empty() || STANDARD_AUTHORIZERS.contains(&v) {
+        return Ok(());
+    }
+    Err(format!(
+        "{v} is not an authorizer Strata has: Strata's is Kafka's standard ACL authorizer; set {} (or leave it empty: no authorization)",
+        STANDARD_AUTHORIZERS[0]
+    ))
+}
+
+fn check_super_users(v: &str) -> Result<(), String> {
+    strata_security::authorizer::parse_super_users(v)
+        .map(|_| ())
+        .map_err(|e| {
+            format!(
+                "{} (super.users is principals separated by ';', as User:admin;User:ops)",
+                e.0
+            )
+        })
+}
+
 fn check_mapping_rules(v: &str) -> Result<(), String> {
     strata_security::principal_mapping::PrincipalMapper::parse(v)
         .map(|_| ())
@@ -74,6 +103,27 @@ pub(crate) const LISTENER_OVERRIDABLE: &[&str] = &[
 ];
 
 pub(crate) const SECURITY_BROKER_CONFIGS: &[ConfigDef] = &[
+    broker(
+        "authorizer.class.name",
+        ConfigType::String,
+        "",
+        Validator::Custom(check_authorizer),
+        "The authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer (Kafka's ACLs, kept in the cluster store) or empty (every client may do everything).",
+    ),
+    broker(
+        "super.users",
+        ConfigType::String,
+        "",
+        Validator::Custom(check_super_users),
+        "Principals the authorizer allows everything, separated by ';' (User:admin;User:ops).",
+    ),
+    broker(
+        "allow.everyone.if.no.acl.found",
+        ConfigType::Boolean,
+        "false",
+        Validator::Bool,
+        "Whether a resource no ACL names is open to everyone (Kafka's default: closed).",
+    ),
     broker(
         "listeners",
         ConfigType::String,

@@ -426,6 +426,11 @@ impl BrokerSettings {
             security: super::security::SecuritySettings::parse(
                 values,
                 r.ms("connection.failed.authentication.delay.ms", 0)?,
+                super::security::authorizer_config(
+                    &r.raw("authorizer.class.name")?,
+                    &r.raw("super.users")?,
+                    r.bool("allow.everyone.if.no.acl.found")?,
+                )?,
             )?,
         })
     }

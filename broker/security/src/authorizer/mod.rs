@@ -20,6 +20,7 @@
 //! when bindings change.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use crate::acl::{
     AccessControlEntry, AclBinding, AclBindingFilter, AclError, AclOperation, AclPermissionType,
@@ -251,34 +252,53 @@ impl Requester {
     }
 }
 
-/// One snapshot of the bindings and the settings, deciding requests.
-#[derive(Clone, Debug, Default)]
-pub struct Authorizer {
+/// The settings and the super users' names, shared by every snapshot.
+#[derive(Debug, Default)]
+struct Settings {
     config: AuthorizerConfig,
     super_users: Vec<String>,
-    acls: AclSet,
+}
+
+/// One snapshot of the bindings and the settings, deciding requests.
+/// Cloning it, or making one for new bindings (`with_acls`), copies two
+/// pointers: a broker makes one per request from the current bindings.
+#[derive(Clone, Debug, Default)]
+pub struct Authorizer {
+    settings: Arc<Settings>,
+    acls: Arc<AclSet>,
 }
 
 impl Authorizer {
     pub fn new(config: AuthorizerConfig, acls: AclSet) -> Self {
         let super_users = config.super_users.iter().map(ToString::to_string).collect();
         Authorizer {
-            config,
-            super_users,
+            settings: Arc::new(Settings {
+                config,
+                super_users,
+            }),
+            acls: Arc::new(acls),
+        }
+    }
+
+    /// The same settings over other bindings.
+    pub fn with_acls(&self, acls: Arc<AclSet>) -> Authorizer {
+        Authorizer {
+            settings: self.settings.clone(),
             acls,
         }
     }
 
     pub fn config(&self) -> &AuthorizerConfig {
-        &self.config
+        &self.settings.config
     }
 
     pub fn acls(&self) -> &AclSet {
         &self.acls
     }
 
-    fn is_super_user(&self, principal: &str) -> bool {
-        self.super_users.iter().any(|s| s == principal)
+    /// Whether the principal (`Type:name`) is one of `super.users`.
+    pub fn is_super_user(&self, principal: &str) -> bool {
+        self.settings.super_users.iter().any(|s| s == principal)
     }
 
     /// May `who` do `op` on the resource `name` of type `resource_type`?
@@ -342,7 +362,7 @@ impl Authorizer {
 
     fn no_acls(&self) -> Decision {
         Decision {
-            allowed: self.config.allow_everyone_if_no_acl_found,
+            allowed: self.settings.config.allow_everyone_if_no_acl_found,
             rule: Rule::NoAclsOnResource,
         }
     }

@@ -1,5 +1,10 @@
 //! Metadata: brokers, topics and partitions, with auto-creation of
-//! requested topics when `auto.create.topics.enable` is on.
+//! requested topics when `auto.create.topics.enable` is on. With an
+//! authorizer, as Kafka: a topic needs DESCRIBE (an all-topics request
+//! leaves out the others silently; a named one answers
+//! TOPIC_AUTHORIZATION_FAILED whether it exists or not), auto-creation
+//! CREATE on the cluster or the topic, and the KIP-430 fields carry the
+//! caller's allowed operations.
 
 use std::collections::BTreeMap;
 
@@ -10,9 +15,12 @@ use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 use uuid::Uuid;
 
+use strata_security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
+
 use super::{s, NO_AUTHORIZED_OPERATIONS};
 use crate::cluster::records::TopicRecord;
 use crate::cluster::view::ClusterSnapshot;
+use crate::server::authz::Caller;
 use crate::server::{topic_admin, Broker};
 use crate::topic_error::TopicError;
 use crate::topic_name::validate_topic_name;
@@ -32,21 +40,29 @@ pub async fn handle(
     version: i16,
     b: &Broker,
     listener: &str,
+    caller: &Caller,
 ) -> MetadataResponse {
-    // KIP-430: asked for, the operations allowed (Strata has no
-    // authorizer: all of them), on the topics found.
+    // KIP-430: asked for, the operations allowed (without an authorizer:
+    // all of them), on the topics found.
     let topic_ops = version >= 8 && req.include_topic_authorized_operations;
     let cluster_ops = (8..=10).contains(&version) && req.include_cluster_authorized_operations;
-    let mut r = handle_topics(req, version, b, listener).await;
+    let mut r = handle_topics(req, version, b, listener, caller).await;
     if topic_ops {
         for t in r.topics.iter_mut().filter(|t| t.error_code == 0) {
-            t.topic_authorized_operations = ALL_TOPIC_OPERATIONS;
+            let name = t.name.as_ref().map(|n| n.0.as_str()).unwrap_or("");
+            t.topic_authorized_operations =
+                caller.operations(ResourceType::Topic, name, ALL_TOPIC_OPERATIONS);
         }
     }
     if cluster_ops {
-        r.cluster_authorized_operations = ALL_CLUSTER_OPERATIONS;
+        r.cluster_authorized_operations =
+            caller.operations(ResourceType::Cluster, CLUSTER_NAME, ALL_CLUSTER_OPERATIONS);
     }
     r
+}
+
+fn topic_denied(name: Option<String>, id: Uuid) -> MetadataResponseTopic {
+    error_topic(name, id, ResponseError::TopicAuthorizationFailed.code())
 }
 
 async fn handle_topics(
@@ -54,6 +70,7 @@ async fn handle_topics(
     version: i16,
     b: &Broker,
     listener: &str,
+    caller: &Caller,
 ) -> MetadataResponse {
     let mut r = MetadataResponse::default();
     r.brokers = b
@@ -84,6 +101,9 @@ async fn handle_topics(
         r.topics = snap
             .topics
             .iter()
+            .filter(|(name, _)| {
+                caller.may_quietly(AclOperation::Describe, ResourceType::Topic, name)
+            })
             .map(|(name, t)| describe(name, &t.record, &snap))
             .collect();
         return r;
@@ -96,6 +116,12 @@ async fn handle_topics(
             (None, id) if id != Uuid::nil() => {
                 let snap = b.cluster.view.snapshot();
                 match snap.topic_by_id(id) {
+                    // Kafka: the id echoed, the name not told.
+                    Some((name, _))
+                        if !caller.may(AclOperation::Describe, ResourceType::Topic, name) =>
+                    {
+                        r.topics.push(topic_denied(None, id))
+                    }
                     Some((name, topic)) => r.topics.push(describe(name, &topic.record, &snap)),
                     None => {
                         r.topics
@@ -113,6 +139,12 @@ async fn handle_topics(
                 continue;
             }
         };
+        // Before existence: a topic the caller may not describe is
+        // refused whether it exists or not.
+        if !caller.may(AclOperation::Describe, ResourceType::Topic, &name) {
+            r.topics.push(topic_denied(Some(name), Uuid::nil()));
+            continue;
+        }
         let snap = b.cluster.view.snapshot();
         if let Some(topic) = snap.topic(&name) {
             r.topics.push(describe(&name, &topic.record, &snap));
@@ -132,6 +164,12 @@ async fn handle_topics(
                 Uuid::nil(),
                 ResponseError::UnknownTopicOrPartition.code(),
             ));
+            continue;
+        }
+        if !caller.may_quietly(AclOperation::Create, ResourceType::Cluster, CLUSTER_NAME)
+            && !caller.may(AclOperation::Create, ResourceType::Topic, &name)
+        {
+            r.topics.push(topic_denied(Some(name), Uuid::nil()));
             continue;
         }
         let created =

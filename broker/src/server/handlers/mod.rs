@@ -2,6 +2,7 @@
 //! every problem becomes a Kafka error code (and message where the version
 //! has one) in the response.
 
+pub mod acls;
 pub mod cluster;
 pub mod configs;
 pub mod delete_records;

@@ -10,6 +10,7 @@
 //! This module never stores anything itself: every write goes through the
 //! handler the current version uses.
 
+pub mod acls_v0;
 pub mod admin_v0;
 pub mod codec;
 pub mod fetch_v0_3;
@@ -42,6 +43,9 @@ pub const VERSIONS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::WriteTxnMarkers, 0, 0),
     (ApiKey::OffsetForLeaderEpoch, 0, 1),
     (ApiKey::DescribeLogDirs, 0, 0),
+    (ApiKey::DescribeAcls, 0, 0),
+    (ApiKey::CreateAcls, 0, 0),
+    (ApiKey::DeleteAcls, 0, 0),
 ];
 
 pub fn is_legacy(api: ApiKey, version: i16) -> bool {
@@ -98,8 +102,12 @@ pub async fn handle(
     correlation_id: i32,
     body: &[u8],
     b: &Broker,
+    caller: &super::authz::Caller,
 ) -> Result<Option<BytesMut>, LegacyError> {
     let w = match api {
+        ApiKey::DescribeAcls => acls_v0::describe(body, b, caller).await?,
+        ApiKey::CreateAcls => acls_v0::create(body, b, caller).await?,
+        ApiKey::DeleteAcls => acls_v0::delete(body, b, caller).await?,
         ApiKey::Produce => match produce_v0_2::handle(version, body, b).await? {
             Some(w) => w,
             None => return Ok(None),

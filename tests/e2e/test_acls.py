@@ -1,0 +1,292 @@
+"""ACL bindings and the authorizer, end to end with confluent-kafka's
+AdminClient: CreateAcls, DescribeAcls and DeleteAcls answer
+SECURITY_DISABLED without an authorizer; with one, a super user manages
+bindings (kept in the cluster store, so across a restart), Kafka's filters
+select them, a non-super user needs DESCRIBE or ALTER on the cluster, and
+a new binding applies to the next request, and Metadata shows a
+non-super user only the topics it may describe. APIs whose ACL checks are
+not built yet are served to super users only: anyone else's connection
+is closed unanswered (docs/security.md).
+
+The module broker has a SASL_PLAINTEXT listener (SASL) with PLAIN users
+alice and bob and SCRAM-SHA-512 user admin (--add-scram), admin the one
+super user, and the harness's PLAINTEXT listener (BROKER).
+"""
+
+from __future__ import annotations
+
+import io
+import time
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType,
+                                   AdminClient, ResourcePatternType, ResourceType)
+
+import conftest
+import kutil
+import wire
+from strata_broker import Broker, BrokerError
+from test_security import start_broker, wait_closed
+
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+LISTENERS = {"SASL": "SASL_PLAINTEXT", "BROKER": "PLAINTEXT"}
+ADMIN = ("admin", "admin-secret")
+ALICE = ("alice", "alice-secret")
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+              'user_alice="alice-secret" user_bob="bob-secret";')
+SETTINGS = {
+    "num.partitions": 1,
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+    "listener.name.sasl.plain.sasl.jaas.config": PLAIN_JAAS,
+    "authorizer.class.name": STANDARD_AUTHORIZER,
+    "super.users": "User:admin",
+}
+ARGS = ["--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]"]
+API_LIST_GROUPS, API_SASL_HANDSHAKE, API_SASL_AUTHENTICATE = 16, 17, 36
+TIMEOUT = 20
+
+
+@pytest.fixture(scope="module")
+def acl_module(tmp_path_factory):
+    b = start_broker(tmp_path_factory, "acls", LISTENERS, SETTINGS, ARGS)
+    yield b
+    b.close()
+
+
+@pytest.fixture
+def acl_broker(acl_module):
+    if not acl_module.alive():
+        pytest.fail(f"the ACL broker is not running; log tail:\n{acl_module.log_tail()}", pytrace=False)
+    conftest._active.append(("acls", acl_module, acl_module.log_size()))
+    yield acl_module
+
+
+def client(b, creds: tuple[str, str]) -> dict:
+    user, password = creds
+    mechanism = "SCRAM-SHA-512" if user == "admin" else "PLAIN"
+    return {"bootstrap.servers": b.bootstrap_for("SASL"), "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password,
+            **kutil.COMMON}
+
+
+def admin(b, creds=ADMIN) -> AdminClient:
+    return AdminClient(client(b, creds))
+
+
+def ANY(**kw) -> AclBindingFilter:
+    f = dict(restype=ResourceType.ANY, name=None, resource_pattern_type=ResourcePatternType.ANY,
+             principal=None, host=None, operation=AclOperation.ANY,
+             permission_type=AclPermissionType.ANY)
+    f.update(kw)
+    return AclBindingFilter(**f)
+
+
+def allow(restype, name, principal, op, pattern=ResourcePatternType.LITERAL, host="*",
+          permission=AclPermissionType.ALLOW) -> AclBinding:
+    return AclBinding(restype, name, pattern, principal, host, op, permission)
+
+
+def create(adm: AdminClient, bindings: list[AclBinding]) -> dict[AclBinding, KafkaError | None]:
+    out = {}
+    for b, f in adm.create_acls(bindings, request_timeout=TIMEOUT).items():
+        try:
+            f.result(timeout=TIMEOUT + 10)
+            out[b] = None
+        except KafkaException as e:
+            out[b] = e.args[0]
+    return out
+
+
+def describe(adm: AdminClient, flt: AclBindingFilter) -> set[AclBinding]:
+    return set(adm.describe_acls(flt, request_timeout=TIMEOUT).result(timeout=TIMEOUT + 10))
+
+
+def error_of(future) -> KafkaError:
+    with pytest.raises(KafkaException) as e:
+        future.result(timeout=TIMEOUT + 10)
+    return e.value.args[0]
+
+
+def describe_acls_raw(bootstrap: str, creds: tuple[str, str] | None) -> tuple[int, str | None, list]:
+    """DescribeAcls v1 (any binding) on a raw connection, after SASL PLAIN
+    when `creds` are given: (error code, message, resources). librdkafka's
+    describe_acls() drops the response's top-level error (it answers an
+    empty list), so the code is read here."""
+    from kafka.protocol.admin import DescribeAclsRequest
+    req = DescribeAclsRequest[1](1, None, 1, None, None, 1, 1)
+    with wire.KafkaConn.to(bootstrap) as conn:
+        if creds:
+            sasl_plain(conn, *creds)
+        resp = req.RESPONSE_TYPE.decode(io.BytesIO(conn.request(29, 1, req.encode())))
+    return resp.error_code, resp.error_message, resp.resources
+
+
+def test_acl_apis_without_an_authorizer_answer_security_disabled(broker):
+    code, message, resources = describe_acls_raw(broker.bootstrap, None)
+    assert (code, resources) == (KafkaError.SECURITY_DISABLED, []), message
+    adm = kutil.admin(broker.bootstrap)
+    b = allow(ResourceType.TOPIC, "t", "User:alice", AclOperation.READ)
+    assert create(adm, [b])[b].code() == KafkaError.SECURITY_DISABLED
+    err = error_of(adm.delete_acls([ANY()], request_timeout=TIMEOUT)[ANY()])
+    assert err.code() == KafkaError.SECURITY_DISABLED, err
+
+
+def test_super_user_creates_describes_and_deletes_acls(acl_broker):
+    adm = admin(acl_broker)
+    who = f"User:{kutil.unique('carol')}"
+    topic = kutil.unique("orders")
+    bindings = [
+        allow(ResourceType.TOPIC, topic, who, AclOperation.READ),
+        allow(ResourceType.TOPIC, topic[:8], who, AclOperation.WRITE, pattern=ResourcePatternType.PREFIXED),
+        allow(ResourceType.GROUP, "app-", who, AclOperation.READ, pattern=ResourcePatternType.PREFIXED),
+        allow(ResourceType.TOPIC, topic, who, AclOperation.DELETE, host="10.1.2.3",
+              permission=AclPermissionType.DENY),
+        allow(ResourceType.BROKER, "kafka-cluster", who, AclOperation.DESCRIBE),
+    ]
+    assert create(adm, bindings) == {b: None for b in bindings}
+    # creating one that exists succeeds and changes nothing
+    assert create(adm, bindings[:1]) == {bindings[0]: None}
+
+    mine = ANY(principal=who)
+    assert describe(adm, mine) == set(bindings)
+    # MATCH: every binding that applies to this literal topic name (the
+    # literal one, the prefixed one), never the group's
+    match = ANY(restype=ResourceType.TOPIC, name=topic, resource_pattern_type=ResourcePatternType.MATCH,
+                principal=who)
+    assert describe(adm, match) == {b for b in bindings if b.restype == ResourceType.TOPIC}
+    # LITERAL with a name: exactly that pattern
+    literal = ANY(restype=ResourceType.TOPIC, name=topic[:8], resource_pattern_type=ResourcePatternType.LITERAL,
+                  principal=who)
+    assert describe(adm, literal) == set()
+    deny = ANY(principal=who, permission_type=AclPermissionType.DENY)
+    assert describe(adm, deny) == {bindings[3]}
+
+    # DeleteAcls: each filter answers what it matched
+    group_filter = ANY(restype=ResourceType.GROUP, principal=who)
+    fs = adm.delete_acls([deny, group_filter], request_timeout=TIMEOUT)
+    assert set(fs[deny].result(timeout=TIMEOUT + 10)) == {bindings[3]}
+    assert set(fs[group_filter].result(timeout=TIMEOUT + 10)) == {bindings[2]}
+    assert describe(adm, mine) == {bindings[0], bindings[1], bindings[4]}
+    removed = adm.delete_acls([mine], request_timeout=TIMEOUT)[mine].result(timeout=TIMEOUT + 10)
+    assert set(removed) == {bindings[0], bindings[1], bindings[4]}
+    assert describe(adm, mine) == set()
+
+
+def test_invalid_bindings_are_refused_one_by_one(acl_broker):
+    adm = admin(acl_broker)
+    who = f"User:{kutil.unique('dave')}"
+    good = allow(ResourceType.TOPIC, kutil.unique("t"), who, AclOperation.READ)
+    other_cluster = allow(ResourceType.BROKER, "not-the-cluster", who, AclOperation.ALTER)
+    no_type = allow(ResourceType.TOPIC, kutil.unique("t"), "dave", AclOperation.READ)
+    results = create(adm, [good, other_cluster, no_type])
+    assert results[good] is None
+    assert results[other_cluster].code() == KafkaError.INVALID_REQUEST, results[other_cluster]
+    assert "kafka-cluster" in results[other_cluster].str()
+    assert results[no_type].code() == KafkaError.INVALID_REQUEST, results[no_type]
+    assert describe(adm, ANY(principal=who)) == {good}
+    adm.delete_acls([ANY(principal=who)], request_timeout=TIMEOUT)[ANY(principal=who)].result(TIMEOUT + 10)
+
+
+def test_a_non_super_user_needs_cluster_acls_and_a_grant_applies_at_once(acl_broker):
+    adm = admin(acl_broker)
+    alice = admin(acl_broker, ALICE)
+    bootstrap = acl_broker.bootstrap_for("SASL")
+    bobs = allow(ResourceType.TOPIC, kutil.unique("t"), "User:bob", AclOperation.READ)
+    assert create(adm, [bobs]) == {bobs: None}
+    code, message, _ = describe_acls_raw(bootstrap, ALICE)
+    assert code == KafkaError.CLUSTER_AUTHORIZATION_FAILED, message
+    assert create(alice, [bobs])[bobs].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+
+    grant = allow(ResourceType.BROKER, "kafka-cluster", "User:alice", AclOperation.DESCRIBE)
+    try:
+        assert create(adm, [grant]) == {grant: None}
+        # The next request is decided with the new binding (one broker:
+        # the binding is in its set before CreateAcls answers).
+        assert describe_acls_raw(bootstrap, ALICE)[0] == 0
+        assert {grant, bobs} <= describe(alice, ANY())
+        # DESCRIBE does not imply ALTER
+        assert create(alice, [bobs])[bobs].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+        # a DENY wins over the ALLOW
+        deny = allow(ResourceType.BROKER, "kafka-cluster", "User:alice", AclOperation.ALL,
+                     permission=AclPermissionType.DENY)
+        assert create(adm, [deny]) == {deny: None}
+        assert describe_acls_raw(bootstrap, ALICE)[0] == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+    finally:
+        for f in (ANY(principal="User:alice"), ANY(principal="User:bob")):
+            adm.delete_acls([f], request_timeout=TIMEOUT)[f].result(timeout=TIMEOUT + 10)
+
+
+def test_metadata_shows_a_non_super_user_only_describable_topics(acl_broker):
+    adm = admin(acl_broker)
+    topic = kutil.create_topic(adm, kutil.unique("md"), 2)
+    alice = admin(acl_broker, ALICE)
+    assert topic in adm.list_topics(timeout=TIMEOUT).topics
+    # every topic: left out silently
+    assert topic not in alice.list_topics(timeout=TIMEOUT).topics
+    # named: refused, and a missing topic is refused the same way
+    for name in (topic, kutil.unique("missing")):
+        t = alice.list_topics(topic=name, timeout=TIMEOUT).topics[name]
+        assert t.error is not None and t.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, t.error
+        assert not t.partitions
+    grant = allow(ResourceType.TOPIC, topic, "User:alice", AclOperation.READ)   # READ implies DESCRIBE
+    try:
+        assert create(adm, [grant]) == {grant: None}
+        md = alice.list_topics(timeout=TIMEOUT)
+        assert topic in md.topics and len(md.topics[topic].partitions) == 2, md.topics.get(topic)
+        assert alice.list_topics(topic=topic, timeout=TIMEOUT).topics[topic].error is None
+    finally:
+        f = ANY(principal="User:alice")
+        adm.delete_acls([f], request_timeout=TIMEOUT)[f].result(timeout=TIMEOUT + 10)
+
+
+def sasl_plain(conn: wire.KafkaConn, user: str, password: str) -> None:
+    """SaslHandshake v1 and SaslAuthenticate v0 for PLAIN, on a raw connection."""
+    r = wire.Reader(conn.request(API_SASL_HANDSHAKE, 1, wire.kstring("PLAIN")))
+    assert r.i16() == 0
+    token = b"\0" + user.encode() + b"\0" + password.encode()
+    r = wire.Reader(conn.request(API_SASL_AUTHENTICATE, 0, wire.kbytes(token)))
+    err, msg = r.i16(), r.string()
+    assert err == 0, msg
+
+
+def test_apis_without_acl_checks_yet_serve_super_users_only(acl_broker):
+    bootstrap = acl_broker.bootstrap_for("SASL")
+    # ListGroups v0 (no body) from alice: her connection is closed unanswered
+    with wire.KafkaConn.to(bootstrap) as conn:
+        sasl_plain(conn, *ALICE)
+        conn.send_request(API_LIST_GROUPS, 0, b"")
+        closed, received = wait_closed(conn.sock, 15)
+        assert closed and received == b"", f"closed={closed}, received {received[:60]!r}"
+    deadline = time.monotonic() + 15
+    while "User:alice may not use ListGroups" not in acl_broker.log_tail(200_000):
+        assert time.monotonic() < deadline, "the broker did not log why it closed alice's connection"
+        time.sleep(0.1)
+    # admin, through librdkafka, lists groups
+    assert admin(acl_broker).list_consumer_groups(request_timeout=TIMEOUT).result(timeout=TIMEOUT + 10) \
+        is not None
+
+
+def test_acls_survive_a_restart(tmp_path_factory):
+    b = start_broker(tmp_path_factory, "acls-restart", LISTENERS, SETTINGS, ARGS)
+    try:
+        binding = allow(ResourceType.GROUP, "billing", "User:erin", AclOperation.READ)
+        assert create(admin(b), [binding]) == {binding: None}
+        b.stop()
+        b.start().wait_ready()
+        assert describe(admin(b), ANY(principal="User:erin")) == {binding}
+    finally:
+        b.close()
+
+
+def test_broker_refuses_an_unknown_authorizer(tmp_path_factory):
+    base = tmp_path_factory.mktemp("bad-authorizer")
+    b = Broker(data_dir=base / "data", settings={"authorizer.class.name": "com.example.MyAuthorizer"},
+               name="bad-authorizer", log_dir=base)
+    try:
+        with pytest.raises(BrokerError) as e:
+            b.start().wait_ready()
+        assert "exited with code 1" in str(e.value), e.value
+        assert "org.apache.kafka.metadata.authorizer.StandardAuthorizer" in b.log_tail()
+    finally:
+        b.close()
