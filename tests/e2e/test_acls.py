@@ -19,7 +19,7 @@ import io
 import time
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType,
                                    AdminClient, ResourcePatternType, ResourceType)
 
@@ -290,3 +290,114 @@ def test_broker_refuses_an_unknown_authorizer(tmp_path_factory):
         assert "org.apache.kafka.metadata.authorizer.StandardAuthorizer" in b.log_tail()
     finally:
         b.close()
+
+
+def produce_reports(conf: dict, topic: str, n: int, idempotent: bool) -> list:
+    """Each record's delivery error (None: delivered), within 30 s."""
+    reports: list = []
+    p = Producer({**conf, "acks": "all", "linger.ms": 0, "message.timeout.ms": 10000,
+                  "enable.idempotence": idempotent})
+    for i in range(n):
+        p.produce(topic, value=f"r{i}".encode(), on_delivery=lambda err, msg: reports.append(err))
+    assert p.flush(30) == 0, "records neither delivered nor failed within 30 s"
+    return reports
+
+
+def consumer_events(conf: dict, topic: str, want, timeout: float = 30) -> tuple[list, set]:
+    """Reads partition 0 of `topic` from the beginning by assignment until
+    `want(records, errors)` holds: (record values, error codes seen)."""
+    c = Consumer({**conf, "group.id": kutil.unique("acl-reader"), "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    values, errors = [], set()
+    deadline = time.monotonic() + timeout
+    try:
+        while not want(values, errors):
+            assert time.monotonic() < deadline, f"read {values}, errors {errors} in {timeout} s"
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                errors.add(m.error().code())
+            else:
+                values.append(m.value())
+    finally:
+        c.close()
+    return values, errors
+
+
+def init_producer_id_raw(b, creds: tuple[str, str]) -> int:
+    """InitProducerId v1 without a transactional id (an idempotent
+    producer's), on a raw connection after SASL PLAIN: its error code."""
+    with wire.KafkaConn.to(b.bootstrap_for("SASL")) as conn:
+        sasl_plain(conn, *creds)
+        r = wire.Reader(conn.request(22, 1, wire.kstring(None) + (60000).to_bytes(4, "big")))
+        _throttle, err = r.i32(), r.i16()
+    return err
+
+
+def watermarks(b, topic: str) -> tuple[int, int]:
+    """Partition 0's (low, high), read by admin."""
+    c = Consumer({**client(b, ADMIN), "group.id": kutil.unique("hw")})
+    try:
+        return c.get_watermark_offsets(TopicPartition(topic, 0), timeout=15, cached=False)
+    finally:
+        c.close()
+
+
+def test_producing_and_reading_need_write_and_read(acl_broker):
+    adm = admin(acl_broker)
+    topic = kutil.create_topic(adm, kutil.unique("rw"), 1)
+    conf = client(acl_broker, ALICE)
+    mine = ANY(principal="User:alice")
+    try:
+        # no WRITE: every record refused, nothing stored
+        reports = produce_reports(conf, topic, 3, idempotent=False)
+        assert [r and r.code() for r in reports] == [KafkaError.TOPIC_AUTHORIZATION_FAILED] * 3, reports
+        # no WRITE on any topic: an idempotent producer gets no producer id
+        assert init_producer_id_raw(acl_broker, ALICE) == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+        reports = produce_reports(conf, topic, 1, idempotent=True)
+        assert reports[0] is not None, reports
+        assert watermarks(acl_broker, topic) == (0, 0)
+
+        write = allow(ResourceType.TOPIC, topic, "User:alice", AclOperation.WRITE)
+        assert create(adm, [write]) == {write: None}
+        # WRITE on a topic makes an idempotent producer (KIP-679)
+        assert init_producer_id_raw(acl_broker, ALICE) == 0
+        assert produce_reports(conf, topic, 3, idempotent=True) == [None] * 3
+
+        # WRITE implies DESCRIBE (ListOffsets is answered) but not READ:
+        # the fetch is refused; the group (no ACL) is refused its coordinator
+        _, errors = consumer_events(conf, topic, lambda v, e: KafkaError.TOPIC_AUTHORIZATION_FAILED in e)
+        read = allow(ResourceType.TOPIC, topic, "User:alice", AclOperation.READ)
+        assert create(adm, [read]) == {read: None}
+        values, errors = consumer_events(conf, topic, lambda v, e: len(v) == 3)
+        assert values == [b"r0", b"r1", b"r2"]
+        assert KafkaError.TOPIC_AUTHORIZATION_FAILED not in errors
+        assert watermarks(acl_broker, topic) == (0, 3)
+    finally:
+        adm.delete_acls([mine], request_timeout=TIMEOUT)[mine].result(timeout=TIMEOUT + 10)
+
+
+def test_find_coordinator_needs_describe_on_the_group(acl_broker):
+    """FindCoordinator v1 on a raw connection: a group alice may not
+    describe is refused; one she may is found."""
+    adm = admin(acl_broker)
+    group = kutil.unique("fc")
+    mine = ANY(principal="User:alice")
+
+    def find() -> tuple[int, int]:
+        with wire.KafkaConn.to(acl_broker.bootstrap_for("SASL")) as conn:
+            sasl_plain(conn, *ALICE)
+            body = wire.kstring(group) + b"\x00"   # v1-3: key, key_type GROUP
+            r = wire.Reader(conn.request(10, 1, body))
+            _throttle, err, _msg, node = r.i32(), r.i16(), r.string(), r.i32()
+            return err, node
+
+    try:
+        assert find() == (KafkaError.GROUP_AUTHORIZATION_FAILED, -1)
+        grant = allow(ResourceType.GROUP, group, "User:alice", AclOperation.DESCRIBE)
+        assert create(adm, [grant]) == {grant: None}
+        err, node = find()
+        assert err == 0 and node >= 0, (err, node)
+    finally:
+        adm.delete_acls([mine], request_timeout=TIMEOUT)[mine].result(timeout=TIMEOUT + 10)

@@ -17,7 +17,9 @@ use strata_security::principal::KafkaPrincipal;
 use super::Broker;
 
 /// The APIs that make their own checks (or need none: the ones served
-/// before authentication): Metadata, the ACL and the SCRAM user APIs.
+/// before authentication): Produce, Fetch, ListOffsets, Metadata,
+/// FindCoordinator, DescribeCluster, InitProducerId, the ACL and the SCRAM
+/// user APIs.
 pub fn checks_itself(api: ApiKey) -> bool {
     matches!(
         api,
@@ -25,6 +27,12 @@ pub fn checks_itself(api: ApiKey) -> bool {
             | ApiKey::SaslHandshake
             | ApiKey::SaslAuthenticate
             | ApiKey::Metadata
+            | ApiKey::Produce
+            | ApiKey::Fetch
+            | ApiKey::ListOffsets
+            | ApiKey::InitProducerId
+            | ApiKey::FindCoordinator
+            | ApiKey::DescribeCluster
             | ApiKey::DescribeAcls
             | ApiKey::CreateAcls
             | ApiKey::DeleteAcls
@@ -85,6 +93,16 @@ impl Caller {
     /// a check whose refusal is expected, as an all-topics Metadata's).
     pub fn may_quietly(&self, op: AclOperation, resource_type: ResourceType, name: &str) -> bool {
         self.decide(op, resource_type, name, false)
+    }
+
+    /// May the caller do `op` on some resource of the type (Kafka's
+    /// `authorizeByResourceType`: an idempotent producer's WRITE on any
+    /// topic)?
+    pub fn may_on_any(&self, op: AclOperation, resource_type: ResourceType) -> bool {
+        match &self.checks {
+            Some((az, who)) => az.authorize_by_resource_type(who, op, resource_type),
+            None => true,
+        }
     }
 
     /// The KIP-430 bit field of what the caller may do on the resource

@@ -48,7 +48,7 @@ pub enum DispatchError {
     },
     #[error("cannot encode response: {0}")]
     Encode(String),
-    #[error("{principal} may not use {api:?}: with authorizer.class.name set, Strata checks ACLs on Metadata and the ACL and SCRAM user APIs only so far, and serves every other API to super.users alone (docs/security.md)")]
+    #[error("{principal} may not use {api:?}: with authorizer.class.name set, Strata checks ACLs on Produce, Fetch, ListOffsets, Metadata, FindCoordinator, DescribeCluster, InitProducerId and the ACL and SCRAM user APIs only so far, and serves every other API to super.users alone (docs/security.md)")]
     NotAuthorized { api: ApiKey, principal: String },
 }
 
@@ -227,7 +227,8 @@ pub async fn prepare(mut req: Request, broker: &Arc<Broker>) -> Prepared {
                 Ok(r) => r,
                 Err(e) => return Prepared::Ready(Err(e)),
             };
-            let pending = handlers::produce::append(r, version, broker).await;
+            let caller = req.caller(broker);
+            let pending = handlers::produce::append(r, version, broker, &caller).await;
             Prepared::Deferred(Box::pin(async move {
                 match handlers::produce::complete(pending).await {
                     Some(resp) => {
@@ -244,6 +245,7 @@ pub async fn prepare(mut req: Request, broker: &Arc<Broker>) -> Prepared {
                 Err(e) => return Prepared::Ready(Err(e)),
             };
             let budget = req.response_budget.clone();
+            let caller = req.caller(broker);
             let b = broker.clone();
             let client = handlers::fetch::Client {
                 client_id: req.header.client_id.as_deref().unwrap_or("").to_string(),
@@ -264,7 +266,7 @@ pub async fn prepare(mut req: Request, broker: &Arc<Broker>) -> Prepared {
                     }
                     None => None,
                 };
-                let fetched = handlers::fetch::handle_for(r, version, &b, &client).await;
+                let fetched = handlers::fetch::handle_for(r, version, &b, &client, &caller).await;
                 let history = match &b.remote {
                     Some(remote) if fetched.history_bytes > 0 => {
                         Some(remote.history_runtime().clone())
@@ -336,11 +338,13 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
             encode_response(cid, version, &resp).map(Some)
         }};
     }
-    // The same, for handlers that answer with the listener's addresses.
+    // The same, for handlers that answer with the listener's addresses
+    // (and check the caller's ACLs).
     macro_rules! route_on {
         ($req_ty:ty, $handler:expr) => {{
             let r: $req_ty = req.decode_body()?;
-            let resp = $handler(r, version, broker, &req.listener).await;
+            let caller = req.caller(broker);
+            let resp = $handler(r, version, broker, &req.listener, &caller).await;
             errors::count(api, &resp);
             encode_response(cid, version, &resp).map(Some)
         }};
@@ -358,17 +362,11 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
     // Produce and Fetch never come here: `prepare` defers them (their
     // ordered and waiting phases differ from every other API's).
     match api {
-        ApiKey::ListOffsets => route!(ListOffsetsRequest, handlers::list_offsets::handle),
+        ApiKey::ListOffsets => route_as!(ListOffsetsRequest, handlers::list_offsets::handle),
         ApiKey::OffsetForLeaderEpoch => {
             route!(OffsetForLeaderEpochRequest, handlers::leader_epoch::handle)
         }
-        ApiKey::Metadata => {
-            let r: MetadataRequest = req.decode_body()?;
-            let caller = req.caller(broker);
-            let resp = handlers::metadata::handle(r, version, broker, &req.listener, &caller).await;
-            errors::count(api, &resp);
-            encode_response(cid, version, &resp).map(Some)
-        }
+        ApiKey::Metadata => route_on!(MetadataRequest, handlers::metadata::handle),
         ApiKey::ApiVersions => {
             let r: ApiVersionsRequest = req.decode_body()?;
             let resp = if version >= 3 && !handlers::cluster::valid_client_software(&r) {
@@ -431,7 +429,7 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
         ApiKey::ListGroups => route!(ListGroupsRequest, handlers::groups::list_groups),
         ApiKey::DeleteGroups => route!(DeleteGroupsRequest, handlers::groups::delete_groups),
         ApiKey::InitProducerId => {
-            route!(InitProducerIdRequest, handlers::producer::init_producer_id)
+            route_as!(InitProducerIdRequest, handlers::producer::init_producer_id)
         }
         ApiKey::AddPartitionsToTxn => {
             route!(

@@ -196,7 +196,9 @@ async fn every_response_encodes_at_every_advertised_version() {
         bad.records = Some(Bytes::from_static(b"junk"));
         td.partition_data = vec![pd, bad];
         req.topic_data = vec![td];
-        let r = handlers::produce::handle(req, v, &b).await.unwrap();
+        let r = handlers::produce::handle(req, v, &b, &crate::server::authz::Caller::unchecked())
+            .await
+            .unwrap();
         assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
         assert_ne!(r.responses[0].partition_responses[1].error_code, 0);
         check(ApiKey::Produce, v, &r);
@@ -238,7 +240,9 @@ async fn every_response_encodes_at_every_advertised_version() {
             })
             .collect();
         req.topics = vec![t];
-        let r = handlers::list_offsets::handle(req, v, &b).await;
+        let r =
+            handlers::list_offsets::handle(req, v, &b, &crate::server::authz::Caller::unchecked())
+                .await;
         check(ApiKey::ListOffsets, v, &r);
     }
     for v in versions(ApiKey::FindCoordinator) {
@@ -248,7 +252,14 @@ async fn every_response_encodes_at_every_advertised_version() {
         check(
             ApiKey::FindCoordinator,
             v,
-            &handlers::cluster::find_coordinator(req, v, &b, "PLAINTEXT").await,
+            &handlers::cluster::find_coordinator(
+                req,
+                v,
+                &b,
+                "PLAINTEXT",
+                &crate::server::authz::Caller::unchecked(),
+            )
+            .await,
         );
     }
     for v in versions(ApiKey::DescribeCluster) {
@@ -257,7 +268,14 @@ async fn every_response_encodes_at_every_advertised_version() {
         check(
             ApiKey::DescribeCluster,
             v,
-            &handlers::cluster::describe_cluster(req, v, &b, "PLAINTEXT").await,
+            &handlers::cluster::describe_cluster(
+                req,
+                v,
+                &b,
+                "PLAINTEXT",
+                &crate::server::authz::Caller::unchecked(),
+            )
+            .await,
         );
     }
     for v in versions(ApiKey::ElectLeaders) {
@@ -564,7 +582,8 @@ async fn transaction_responses_encode(b: &Broker) {
     init.transaction_timeout_ms = 60_000;
     init.producer_id = ProducerId(-1);
     init.producer_epoch = -1;
-    let r = producer::init_producer_id(init, 4, b).await;
+    let r =
+        producer::init_producer_id(init, 4, b, &crate::server::authz::Caller::unchecked()).await;
     assert_eq!(r.error_code, 0);
     let (pid, epoch) = (r.producer_id, r.producer_epoch);
     let topic = || {
@@ -720,7 +739,9 @@ async fn produce_one(b: &Broker, txn: Option<&str>, part: i32, records: Bytes) -
     pd.records = Some(records);
     td.partition_data = vec![pd];
     req.topic_data = vec![td];
-    let r = handlers::produce::handle(req, 9, b).await.unwrap();
+    let r = handlers::produce::handle(req, 9, b, &crate::server::authz::Caller::unchecked())
+        .await
+        .unwrap();
     let p = &r.responses[0].partition_responses[0];
     (p.error_code, p.base_offset)
 }
@@ -740,7 +761,8 @@ async fn transactional_produce_is_verified_with_the_coordinator() {
         init.producer_epoch = -1;
         init
     };
-    let r = producer::init_producer_id(init(), 4, &b).await;
+    let r =
+        producer::init_producer_id(init(), 4, &b, &crate::server::authz::Caller::unchecked()).await;
     assert_eq!(r.error_code, 0);
     let (pid, epoch) = (r.producer_id, r.producer_epoch);
     let end = || b.logs.log("t", 1).unwrap().log_end_offset();
@@ -770,7 +792,9 @@ async fn transactional_produce_is_verified_with_the_coordinator() {
         })
         .collect();
     req.topic_data = vec![td];
-    let r = handlers::produce::handle(req, 9, &b).await.unwrap();
+    let r = handlers::produce::handle(req, 9, &b, &crate::server::authz::Caller::unchecked())
+        .await
+        .unwrap();
     let codes: Vec<i16> = r.responses[0]
         .partition_responses
         .iter()
@@ -825,7 +849,9 @@ async fn transactional_produce_is_verified_with_the_coordinator() {
     // told CONCURRENT_TRANSACTIONS and retries).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let r = loop {
-        let r = producer::init_producer_id(init(), 4, &b).await;
+        let r =
+            producer::init_producer_id(init(), 4, &b, &crate::server::authz::Caller::unchecked())
+                .await;
         if r.error_code != ResponseError::ConcurrentTransactions.code() {
             break r;
         }

@@ -9,8 +9,12 @@ use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 
+use strata_security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
+
+use super::metadata::ALL_CLUSTER_OPERATIONS;
 use super::{s, NO_AUTHORIZED_OPERATIONS};
 use crate::cluster::records::BrokerRegistration;
+use crate::server::authz::Caller;
 use crate::server::versions::SUPPORTED;
 use crate::server::Broker;
 use crate::topic_name::{OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC};
@@ -71,6 +75,7 @@ pub async fn describe_cluster(
     _version: i16,
     b: &Broker,
     listener: &str,
+    caller: &Caller,
 ) -> DescribeClusterResponse {
     let mut r = DescribeClusterResponse::default();
     // endpoint_type 1 = brokers; 2 (controllers) is not something a
@@ -83,7 +88,15 @@ pub async fn describe_cluster(
     r.cluster_id = b.cluster_id();
     r.controller_id = BrokerId(b.controller_id());
     r.endpoint_type = 1;
-    r.cluster_authorized_operations = NO_AUTHORIZED_OPERATIONS;
+    // Anyone may read the broker list (Kafka's AuthHelper); the KIP-430
+    // field, asked for, needs DESCRIBE on the cluster (0 without it).
+    r.cluster_authorized_operations = if !req.include_cluster_authorized_operations {
+        NO_AUTHORIZED_OPERATIONS
+    } else if caller.may(AclOperation::Describe, ResourceType::Cluster, CLUSTER_NAME) {
+        caller.operations(ResourceType::Cluster, CLUSTER_NAME, ALL_CLUSTER_OPERATIONS)
+    } else {
+        0
+    };
     r.brokers = b
         .live_brokers_on(listener)
         .into_iter()
@@ -104,12 +117,26 @@ pub async fn find_coordinator(
     version: i16,
     b: &Broker,
     listener: &str,
+    caller: &Caller,
 ) -> FindCoordinatorResponse {
     let mut r = FindCoordinatorResponse::default();
     // The coordinator of a key is the leader of its internal partition
-    // (docs/coordinators.md).
+    // (docs/coordinators.md). With an authorizer, as Kafka, the key needs
+    // DESCRIBE first: a group GROUP_AUTHORIZATION_FAILED, a transactional
+    // id TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
     let lookup = |key: &str| -> Result<BrokerRegistration, (i16, String)> {
+        let denied =
+            |e: ResponseError, what: &str| (e.code(), format!("{what} authorization failed."));
         let topic = match req.key_type {
+            0 if !caller.may(AclOperation::Describe, ResourceType::Group, key) => {
+                return Err(denied(ResponseError::GroupAuthorizationFailed, "Group"))
+            }
+            1 if !caller.may(AclOperation::Describe, ResourceType::TransactionalId, key) => {
+                return Err(denied(
+                    ResponseError::TransactionalIdAuthorizationFailed,
+                    "Transactional Id",
+                ))
+            }
             0 => OFFSETS_TOPIC,
             1 => TRANSACTION_STATE_TOPIC,
             // v6 (KIP-932): as Kafka 3.9 with share groups off.

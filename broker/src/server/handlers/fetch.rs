@@ -4,7 +4,10 @@
 //! stays here is the wire: which version names topics by id (v13+,
 //! KIP-516), which carries a rack (v11+, KIP-392) or a replica id in
 //! `replica_state` (v15+, KIP-903), and fetch sessions (KIP-227), which
-//! Strata declines to create.
+//! Strata declines to create. With an authorizer, as Kafka: a consumer
+//! needs READ on each topic (TOPIC_AUTHORIZATION_FAILED in its partitions;
+//! an id no topic has is UNKNOWN_TOPIC_ID first), a follower CLUSTER_ACTION
+//! on the cluster (TOPIC_AUTHORIZATION_FAILED in every partition).
 
 use std::time::Duration;
 
@@ -14,15 +17,18 @@ use kafka_protocol::messages::fetch_response::{
 use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 
+use strata_security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
+
 use crate::partition::fetch::{
     FetchParams, FetchPartition, FetchPartitionData, FetchTopic, TopicRef,
 };
+use crate::server::authz::Caller;
 use crate::server::Broker;
 
 /// A fetch from a client that sent no id (the handler tests).
 #[cfg(test)]
 pub async fn handle(req: FetchRequest, version: i16, b: &Broker) -> FetchResponse {
-    handle_for(req, version, b, &Client::default())
+    handle_for(req, version, b, &Client::default(), &Caller::unchecked())
         .await
         .response
 }
@@ -45,7 +51,13 @@ pub struct Client {
 }
 
 /// Fetch on behalf of `client`.
-pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Client) -> Fetched {
+pub async fn handle_for(
+    req: FetchRequest,
+    version: i16,
+    b: &Broker,
+    client: &Client,
+    caller: &Caller,
+) -> Fetched {
     // A follower's fetch (KIP-903 moved its id into `replica_state`).
     let replica = if version >= 15 {
         req.replica_state.replica_id.0
@@ -80,6 +92,31 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
         client_id: &client.client_id,
         host: &client.host,
     };
+    // Who may read what (None: the caller is refused the topic).
+    let follower_allowed = replica < 0
+        || caller.may(
+            AclOperation::ClusterAction,
+            ResourceType::Cluster,
+            CLUSTER_NAME,
+        );
+    let snap = (caller.is_checked() && version >= 13).then(|| b.cluster.view.snapshot());
+    let readable = |t: &kafka_protocol::messages::fetch_request::FetchTopic| -> bool {
+        if replica >= 0 {
+            return follower_allowed;
+        }
+        if !caller.is_checked() {
+            return true;
+        }
+        let name = match &snap {
+            // An id no topic has: the layer answers UNKNOWN_TOPIC_ID.
+            Some(snap) => match snap.topic_by_id(t.topic_id) {
+                Some((name, _)) => name.to_string(),
+                None => return true,
+            },
+            None => t.topic.0.to_string(),
+        };
+        caller.may(AclOperation::Read, ResourceType::Topic, &name)
+    };
     // From v13 (KIP-516) topics are named by id only; the response echoes it.
     let mut topics = Vec::with_capacity(req.topics.len());
     let mut asked = Vec::with_capacity(req.topics.len());
@@ -89,6 +126,12 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
         out.topic = t.topic.clone();
         if version >= 13 {
             out.topic_id = t.topic_id;
+        }
+        if !readable(t) {
+            out.partitions = t.partitions.iter().map(|p| refused(p.partition)).collect();
+            counts.push(0);
+            topics.push(out);
+            continue;
         }
         counts.push(t.partitions.len());
         asked.push(FetchTopic {
@@ -124,7 +167,9 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
     // The layer answers every partition asked for, in request order.
     let mut answers = partitions.into_iter();
     for (out, n) in topics.iter_mut().zip(counts) {
-        out.partitions = answers.by_ref().take(n).map(encode).collect();
+        if n > 0 {
+            out.partitions = answers.by_ref().take(n).map(encode).collect();
+        }
     }
     let mut r = FetchResponse::default();
     r.responses = topics;
@@ -132,6 +177,20 @@ pub async fn handle_for(req: FetchRequest, version: i16, b: &Broker, client: &Cl
         response: r,
         history_bytes,
     }
+}
+
+/// A partition of a topic the caller may not read, as Kafka answers it:
+/// no records, every offset unknown.
+fn refused(partition: i32) -> PartitionData {
+    let mut pd = PartitionData::default();
+    pd.partition_index = partition;
+    pd.error_code = ResponseError::TopicAuthorizationFailed.code();
+    pd.high_watermark = -1;
+    pd.last_stable_offset = -1;
+    pd.log_start_offset = -1;
+    pd.preferred_read_replica = BrokerId(-1);
+    pd.records = Some(Default::default());
+    pd
 }
 
 fn encode(d: FetchPartitionData) -> PartitionData {

@@ -1,7 +1,9 @@
 //! ListOffsets: decodes, refuses a special timestamp the request's version
 //! does not know (Kafka's UNSUPPORTED_VERSION) and a partition named twice,
 //! asks the replica manager (`partition/offsets.rs`) for each partition's
-//! offset, and encodes the answers (the leader epoch from v4).
+//! offset, and encodes the answers (the leader epoch from v4). With an
+//! authorizer, each topic needs DESCRIBE (TOPIC_AUTHORIZATION_FAILED in
+//! each of its partitions, before anything else is looked at), as Kafka.
 
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
@@ -9,10 +11,18 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 
+use strata_security::acl::{AclOperation, ResourceType};
+
 use crate::partition::offsets::{EARLIEST, EARLIEST_LOCAL, LATEST, LATEST_TIERED, MAX_TIMESTAMP};
+use crate::server::authz::Caller;
 use crate::server::Broker;
 
-pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOffsetsResponse {
+pub async fn handle(
+    req: ListOffsetsRequest,
+    version: i16,
+    b: &Broker,
+    caller: &Caller,
+) -> ListOffsetsResponse {
     let mut r = ListOffsetsResponse::default();
     let read_committed = req.isolation_level == 1;
     let from_client = req.replica_id.0 < 0;
@@ -29,6 +39,7 @@ pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOf
     for t in req.topics {
         let mut out = ListOffsetsTopicResponse::default();
         out.name = t.name;
+        let denied = !caller.may(AclOperation::Describe, ResourceType::Topic, &out.name.0);
         for p in t.partitions {
             let mut pr = ListOffsetsPartitionResponse::default();
             pr.partition_index = p.partition_index;
@@ -36,6 +47,11 @@ pub async fn handle(req: ListOffsetsRequest, version: i16, b: &Broker) -> ListOf
             pr.offset = -1;
             // Kafka: -1 unless an offset is found (and before v4, always).
             pr.leader_epoch = -1;
+            if denied {
+                pr.error_code = ResponseError::TopicAuthorizationFailed.code();
+                out.partitions.push(pr);
+                continue;
+            }
             match seen.get_mut(&(out.name.0.to_string(), p.partition_index)) {
                 Some(0) => continue,
                 Some(n) if *n > 1 => {

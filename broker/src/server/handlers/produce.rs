@@ -2,7 +2,11 @@
 //! manager (`crate::partition::append`: validation, transaction
 //! verification, the appends and the acks=all wait), encode its answers.
 //! Split in two phases so the connection can append pipelined requests in
-//! order while their waits overlap.
+//! order while their waits overlap. With an authorizer, as Kafka: a
+//! transactional request needs WRITE on its transactional id
+//! (TRANSACTIONAL_ID_AUTHORIZATION_FAILED in every partition), and each
+//! topic WRITE (TOPIC_AUTHORIZATION_FAILED in its partitions, whether it
+//! exists or not); refused partitions are not appended.
 
 use std::time::Duration;
 
@@ -12,31 +16,53 @@ use kafka_protocol::messages::produce_response::{
 use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 
+use strata_security::acl::{AclOperation, ResourceType};
+
 use super::s;
 use crate::partition::{AppendOutcome, AppendRequest, PendingAppend};
+use crate::server::authz::Caller;
 use crate::server::Broker;
 
 /// A produce request whose batches are appended and which now waits for
 /// durability (acks=all) before it can be answered.
 pub struct PendingProduce {
     version: i16,
-    /// The request's topics and their partitions, in request order.
-    shape: Vec<(TopicName, Vec<i32>)>,
+    /// The request's topics and their partitions, in request order, and
+    /// the error of a topic the caller may not write (not appended).
+    shape: Vec<(TopicName, Vec<i32>, Option<ResponseError>)>,
     pending: PendingAppend,
 }
 
 /// Phase one, run in request order on the connection: the appends.
-pub async fn append(req: ProduceRequest, version: i16, b: &Broker) -> PendingProduce {
+pub async fn append(
+    req: ProduceRequest,
+    version: i16,
+    b: &Broker,
+    caller: &Caller,
+) -> PendingProduce {
+    let txn_denied = req
+        .transactional_id
+        .as_ref()
+        .is_some_and(|id| !caller.may(AclOperation::Write, ResourceType::TransactionalId, &id.0));
     let mut shape = Vec::with_capacity(req.topic_data.len());
     let mut entries = Vec::new();
     for td in req.topic_data {
         let name = td.name.0.to_string();
+        let denied = if txn_denied {
+            Some(ResponseError::TransactionalIdAuthorizationFailed)
+        } else if !caller.may(AclOperation::Write, ResourceType::Topic, &name) {
+            Some(ResponseError::TopicAuthorizationFailed)
+        } else {
+            None
+        };
         let mut indexes = Vec::with_capacity(td.partition_data.len());
         for pd in td.partition_data {
             indexes.push(pd.index);
-            entries.push((name.clone(), pd.index, pd.records));
+            if denied.is_none() {
+                entries.push((name.clone(), pd.index, pd.records));
+            }
         }
-        shape.push((td.name, indexes));
+        shape.push((td.name, indexes, denied));
     }
     let pending = b
         .replicas
@@ -64,12 +90,15 @@ pub async fn complete(p: PendingProduce) -> Option<ProduceResponse> {
     } = p;
     let mut outcomes = pending.complete().await?.into_iter();
     let mut r = ProduceResponse::default();
-    for (name, indexes) in shape {
+    for (name, indexes, denied) in shape {
         let mut t = TopicProduceResponse::default();
         t.name = name;
         t.partition_responses = indexes
             .into_iter()
-            .map(|index| encode(index, outcomes.next(), version))
+            .map(|index| match denied {
+                Some(error) => refused(index, error),
+                None => encode(index, outcomes.next(), version),
+            })
             .collect();
         r.responses.push(t);
     }
@@ -77,8 +106,24 @@ pub async fn complete(p: PendingProduce) -> Option<ProduceResponse> {
 }
 
 /// Both phases back to back (for callers that need no pipelining).
-pub async fn handle(req: ProduceRequest, version: i16, b: &Broker) -> Option<ProduceResponse> {
-    complete(append(req, version, b).await).await
+pub async fn handle(
+    req: ProduceRequest,
+    version: i16,
+    b: &Broker,
+    caller: &Caller,
+) -> Option<ProduceResponse> {
+    complete(append(req, version, b, caller).await).await
+}
+
+/// A partition of a topic the caller may not write: nothing appended.
+fn refused(index: i32, error: ResponseError) -> PartitionProduceResponse {
+    let mut p = PartitionProduceResponse::default();
+    p.index = index;
+    p.error_code = error.code();
+    p.base_offset = -1;
+    p.log_append_time_ms = -1;
+    p.log_start_offset = -1;
+    p
 }
 
 /// One partition's answer at `version`: the message and the failing

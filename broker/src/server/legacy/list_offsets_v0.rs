@@ -5,7 +5,10 @@
 
 use kafka_protocol::ResponseError;
 
+use strata_security::acl::{AclOperation, ResourceType};
+
 use super::codec::{LegacyDecodeError, Reader, Writer};
+use crate::server::authz::Caller;
 use crate::server::Broker;
 
 struct Partition {
@@ -15,7 +18,7 @@ struct Partition {
 }
 
 /// Decodes the request and writes the response body.
-pub fn handle(body: &[u8], b: &Broker) -> Result<Writer, LegacyDecodeError> {
+pub fn handle(body: &[u8], b: &Broker, caller: &Caller) -> Result<Writer, LegacyDecodeError> {
     let mut r = Reader::new(body);
     let _replica_id = r.i32("ReplicaId")?;
     let topics = r.elements("Topics", 6, |r| {
@@ -31,8 +34,20 @@ pub fn handle(body: &[u8], b: &Broker) -> Result<Writer, LegacyDecodeError> {
     })?;
     r.finish()?;
     let mut w = Writer::default();
+    // With an authorizer: DESCRIBE on each topic, before existence.
+    let denied: std::collections::HashSet<String> = topics
+        .iter()
+        .map(|(name, _)| name)
+        .filter(|name| !caller.may(AclOperation::Describe, ResourceType::Topic, name))
+        .cloned()
+        .collect();
     w.topics(&topics, |w, name, p| {
         w.i32(p.index);
+        if denied.contains(name) {
+            w.i16(ResponseError::TopicAuthorizationFailed.code())
+                .array_len(0);
+            return;
+        }
         match b.logs.log(name, p.index) {
             None => {
                 w.i16(ResponseError::UnknownTopicOrPartition.code())

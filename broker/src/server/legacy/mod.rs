@@ -108,12 +108,12 @@ pub async fn handle(
         ApiKey::DescribeAcls => acls_v0::describe(body, b, caller).await?,
         ApiKey::CreateAcls => acls_v0::create(body, b, caller).await?,
         ApiKey::DeleteAcls => acls_v0::delete(body, b, caller).await?,
-        ApiKey::Produce => match produce_v0_2::handle(version, body, b).await? {
+        ApiKey::Produce => match produce_v0_2::handle(version, body, b, caller).await? {
             Some(w) => w,
             None => return Ok(None),
         },
         ApiKey::Fetch => fetch_v0_3::handle(version, body)?,
-        ApiKey::ListOffsets => list_offsets_v0::handle(body, b)?,
+        ApiKey::ListOffsets => list_offsets_v0::handle(body, b, caller)?,
         ApiKey::OffsetCommit => offset_commit_v0_1::handle(version, body, b).await?,
         ApiKey::OffsetFetch => offset_fetch_v0::handle(body)?,
         ApiKey::OffsetForLeaderEpoch => offset_for_leader_epoch_v0_1::handle(version, body, b)?,

@@ -11,8 +11,10 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::{ProduceRequest, TopicName};
 use kafka_protocol::ResponseError;
 use strata_format::legacy::{self, LegacyError};
+use strata_security::acl::{AclOperation, ResourceType};
 
 use super::codec::{LegacyDecodeError, Reader, Writer};
+use crate::server::authz::Caller;
 use crate::server::handlers::{self, s};
 use crate::server::Broker;
 
@@ -39,6 +41,7 @@ pub async fn handle(
     version: i16,
     body: &[u8],
     b: &Broker,
+    caller: &Caller,
 ) -> Result<Option<Writer>, LegacyDecodeError> {
     let mut r = Reader::new(body);
     let acks = r.i16("Acks")?;
@@ -57,6 +60,20 @@ pub async fn handle(
     req.acks = acks;
     req.timeout_ms = timeout_ms;
     for (name, partitions) in &topics {
+        // Authorization comes before the records are read, as in Kafka.
+        if !caller.may(AclOperation::Write, ResourceType::Topic, name) {
+            for (index, _) in partitions {
+                outcomes.insert(
+                    (name.clone(), *index),
+                    Outcome {
+                        code: ResponseError::TopicAuthorizationFailed.code(),
+                        base_offset: -1,
+                        log_append_time: -1,
+                    },
+                );
+            }
+            continue;
+        }
         let mut td = TopicProduceData::default();
         td.name = TopicName(s(name.clone()));
         for (index, records) in partitions {
@@ -102,7 +119,7 @@ pub async fn handle(
         }
         req.topic_data.push(td);
     }
-    let resp = handlers::produce::handle(req, 3, b).await;
+    let resp = handlers::produce::handle(req, 3, b, caller).await;
     let Some(resp) = resp else {
         return Ok(None);
     };
