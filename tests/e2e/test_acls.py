@@ -43,7 +43,7 @@ SETTINGS = {
     "super.users": "User:admin",
 }
 ARGS = ["--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]"]
-API_LIST_GROUPS, API_SASL_HANDSHAKE, API_SASL_AUTHENTICATE = 16, 17, 36
+API_DELETE_TOPICS, API_SASL_HANDSHAKE, API_SASL_AUTHENTICATE = 20, 17, 36
 TIMEOUT = 20
 
 
@@ -252,19 +252,21 @@ def sasl_plain(conn: wire.KafkaConn, user: str, password: str) -> None:
 
 def test_apis_without_acl_checks_yet_serve_super_users_only(acl_broker):
     bootstrap = acl_broker.bootstrap_for("SASL")
-    # ListGroups v0 (no body) from alice: her connection is closed unanswered
+    topic = kutil.create_topic(admin(acl_broker), kutil.unique("gated"), 1)
+    # DeleteTopics v0 from alice: her connection is closed unanswered
     with wire.KafkaConn.to(bootstrap) as conn:
         sasl_plain(conn, *ALICE)
-        conn.send_request(API_LIST_GROUPS, 0, b"")
+        body = (1).to_bytes(4, "big") + wire.kstring(topic) + (10000).to_bytes(4, "big")
+        conn.send_request(API_DELETE_TOPICS, 0, body)
         closed, received = wait_closed(conn.sock, 15)
         assert closed and received == b"", f"closed={closed}, received {received[:60]!r}"
     deadline = time.monotonic() + 15
-    while "User:alice may not use ListGroups" not in acl_broker.log_tail(200_000):
+    while "User:alice may not use DeleteTopics" not in acl_broker.log_tail(200_000):
         assert time.monotonic() < deadline, "the broker did not log why it closed alice's connection"
         time.sleep(0.1)
-    # admin, through librdkafka, lists groups
-    assert admin(acl_broker).list_consumer_groups(request_timeout=TIMEOUT).result(timeout=TIMEOUT + 10) \
-        is not None
+    # admin, the super user, is served: the topic is deleted
+    adm = admin(acl_broker)
+    adm.delete_topics([topic], operation_timeout=TIMEOUT)[topic].result(timeout=TIMEOUT + 10)
 
 
 def test_acls_survive_a_restart(tmp_path_factory):
@@ -308,20 +310,25 @@ def consumer_events(conf: dict, topic: str, want, timeout: float = 30) -> tuple[
     `want(records, errors)` holds: (record values, error codes seen)."""
     c = Consumer({**conf, "group.id": kutil.unique("acl-reader"), "enable.auto.commit": False})
     c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-    values, errors = [], set()
-    deadline = time.monotonic() + timeout
     try:
-        while not want(values, errors):
-            assert time.monotonic() < deadline, f"read {values}, errors {errors} in {timeout} s"
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error():
-                errors.add(m.error().code())
-            else:
-                values.append(m.value())
+        return poll_until(c, want, timeout)
     finally:
         c.close()
+
+
+def poll_until(c: Consumer, want, timeout: float) -> tuple[list, set]:
+    """Polls until `want(record values, error codes)` holds, with a deadline."""
+    values, errors = [], set()
+    deadline = time.monotonic() + timeout
+    while not want(values, errors):
+        assert time.monotonic() < deadline, f"read {values}, errors {errors} in {timeout} s"
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            errors.add(m.error().code())
+        else:
+            values.append(m.value())
     return values, errors
 
 
@@ -399,5 +406,56 @@ def test_find_coordinator_needs_describe_on_the_group(acl_broker):
         assert create(adm, [grant]) == {grant: None}
         err, node = find()
         assert err == 0 and node >= 0, (err, node)
+    finally:
+        adm.delete_acls([mine], request_timeout=TIMEOUT)[mine].result(timeout=TIMEOUT + 10)
+
+
+def group_consume(conf: dict, topic: str, group: str, want: int, timeout: float = 40) -> tuple[list, set]:
+    """Subscribes as a member of `group` and reads until `want` records
+    came or an authorization error did, committing what it read: (record
+    values, error codes seen)."""
+    c = Consumer({**conf, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "session.timeout.ms": 10000})
+    c.subscribe([topic])
+    denied = {KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TOPIC_AUTHORIZATION_FAILED}
+    try:
+        values, errors = poll_until(c, lambda v, e: len(v) >= want or bool(e & denied), timeout)
+        if values:
+            c.commit(asynchronous=False)
+    finally:
+        c.close()
+    return values, errors
+
+
+def test_a_consumer_group_needs_read_on_the_group_and_the_topic(acl_broker):
+    adm = admin(acl_broker)
+    topic = kutil.create_topic(adm, kutil.unique("grp"), 1)
+    group = kutil.unique("acl-group")
+    produce_reports(client(acl_broker, ADMIN), topic, 4, idempotent=True)
+    conf = client(acl_broker, ALICE)
+    mine = ANY(principal="User:alice")
+    try:
+        read_topic = allow(ResourceType.TOPIC, topic, "User:alice", AclOperation.READ)
+        assert create(adm, [read_topic]) == {read_topic: None}
+        # READ on the topic alone: the group refuses her
+        values, errors = group_consume(conf, topic, group, 4)
+        assert KafkaError.GROUP_AUTHORIZATION_FAILED in errors and not values, (values, errors)
+        # a prefixed READ on the group: she joins, reads, commits
+        read_group = allow(ResourceType.GROUP, group[:10], "User:alice", AclOperation.READ,
+                           pattern=ResourcePatternType.PREFIXED)
+        assert create(adm, [read_group]) == {read_group: None}
+        values, errors = group_consume(conf, topic, group, 4)
+        assert values == [b"r0", b"r1", b"r2", b"r3"], (values, errors)
+        c = Consumer({**conf, "group.id": group})
+        try:
+            assert c.committed([TopicPartition(topic, 0)], timeout=15)[0].offset == 4
+        finally:
+            c.close()
+        # ListGroups: her group (READ implies DESCRIBE), and only groups she may describe
+        alice = admin(acl_broker, ALICE)   # kept alive until the future resolves
+        listed = {g.group_id for g in alice.list_consumer_groups(
+            request_timeout=TIMEOUT).result(timeout=TIMEOUT + 10).valid}
+        assert group in listed, listed
+        assert all(g.startswith(group[:10]) for g in listed), listed
     finally:
         adm.delete_acls([mine], request_timeout=TIMEOUT)[mine].result(timeout=TIMEOUT + 10)

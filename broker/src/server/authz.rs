@@ -18,8 +18,8 @@ use super::Broker;
 
 /// The APIs that make their own checks (or need none: the ones served
 /// before authentication): Produce, Fetch, ListOffsets, Metadata,
-/// FindCoordinator, DescribeCluster, InitProducerId, the ACL and the SCRAM
-/// user APIs.
+/// FindCoordinator, DescribeCluster, InitProducerId, the consumer group
+/// APIs, the ACL and the SCRAM user APIs.
 pub fn checks_itself(api: ApiKey) -> bool {
     matches!(
         api,
@@ -33,6 +33,16 @@ pub fn checks_itself(api: ApiKey) -> bool {
             | ApiKey::InitProducerId
             | ApiKey::FindCoordinator
             | ApiKey::DescribeCluster
+            | ApiKey::JoinGroup
+            | ApiKey::SyncGroup
+            | ApiKey::Heartbeat
+            | ApiKey::LeaveGroup
+            | ApiKey::OffsetCommit
+            | ApiKey::OffsetFetch
+            | ApiKey::OffsetDelete
+            | ApiKey::DescribeGroups
+            | ApiKey::ListGroups
+            | ApiKey::DeleteGroups
             | ApiKey::DescribeAcls
             | ApiKey::CreateAcls
             | ApiKey::DeleteAcls

@@ -48,7 +48,7 @@ pub enum DispatchError {
     },
     #[error("cannot encode response: {0}")]
     Encode(String),
-    #[error("{principal} may not use {api:?}: with authorizer.class.name set, Strata checks ACLs on Produce, Fetch, ListOffsets, Metadata, FindCoordinator, DescribeCluster, InitProducerId and the ACL and SCRAM user APIs only so far, and serves every other API to super.users alone (docs/security.md)")]
+    #[error("{principal} may not use {api:?}: with authorizer.class.name set, Strata checks ACLs on the produce, fetch, metadata, consumer group, ACL and SCRAM user APIs only so far, and serves every other API to super.users alone (docs/security.md)")]
     NotAuthorized { api: ApiKey, principal: String },
 }
 
@@ -415,19 +415,23 @@ pub async fn handle(mut req: Request, broker: &Broker) -> Result<Option<BytesMut
             let r: JoinGroupRequest = req.decode_body()?;
             let client_id = req.header.client_id.as_deref().unwrap_or("").to_string();
             let host = format!("/{}", req.peer);
-            let resp = handlers::groups::join_group(r, version, broker, &client_id, &host).await;
+            let caller = req.caller(broker);
+            let resp =
+                handlers::groups::join_group(r, version, broker, &client_id, &host, &caller).await;
             errors::count(api, &resp);
             encode_response(cid, version, &resp).map(Some)
         }
-        ApiKey::SyncGroup => route!(SyncGroupRequest, handlers::groups::sync_group),
-        ApiKey::Heartbeat => route!(HeartbeatRequest, handlers::groups::heartbeat),
-        ApiKey::LeaveGroup => route!(LeaveGroupRequest, handlers::groups::leave_group),
-        ApiKey::OffsetCommit => route!(OffsetCommitRequest, handlers::groups::offset_commit),
-        ApiKey::OffsetFetch => route!(OffsetFetchRequest, handlers::groups::offset_fetch),
-        ApiKey::OffsetDelete => route!(OffsetDeleteRequest, handlers::groups::offset_delete),
-        ApiKey::DescribeGroups => route!(DescribeGroupsRequest, handlers::groups::describe_groups),
-        ApiKey::ListGroups => route!(ListGroupsRequest, handlers::groups::list_groups),
-        ApiKey::DeleteGroups => route!(DeleteGroupsRequest, handlers::groups::delete_groups),
+        ApiKey::SyncGroup => route_as!(SyncGroupRequest, handlers::groups::sync_group),
+        ApiKey::Heartbeat => route_as!(HeartbeatRequest, handlers::groups::heartbeat),
+        ApiKey::LeaveGroup => route_as!(LeaveGroupRequest, handlers::groups::leave_group),
+        ApiKey::OffsetCommit => route_as!(OffsetCommitRequest, handlers::groups::offset_commit),
+        ApiKey::OffsetFetch => route_as!(OffsetFetchRequest, handlers::groups::offset_fetch),
+        ApiKey::OffsetDelete => route_as!(OffsetDeleteRequest, handlers::groups::offset_delete),
+        ApiKey::DescribeGroups => {
+            route_as!(DescribeGroupsRequest, handlers::groups::describe_groups)
+        }
+        ApiKey::ListGroups => route_as!(ListGroupsRequest, handlers::groups::list_groups),
+        ApiKey::DeleteGroups => route_as!(DeleteGroupsRequest, handlers::groups::delete_groups),
         ApiKey::InitProducerId => {
             route_as!(InitProducerIdRequest, handlers::producer::init_producer_id)
         }

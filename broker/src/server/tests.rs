@@ -464,11 +464,27 @@ async fn every_response_encodes_at_every_advertised_version() {
         let mut p = join_group_request::JoinGroupRequestProtocol::default();
         p.name = s("range");
         req.protocols = vec![p];
-        let mut r = handlers::groups::join_group(req.clone(), v, &b, "c", "/127.0.0.1").await;
+        let mut r = handlers::groups::join_group(
+            req.clone(),
+            v,
+            &b,
+            "c",
+            "/127.0.0.1",
+            &crate::server::authz::Caller::unchecked(),
+        )
+        .await;
         if v >= 4 {
             assert_eq!(r.error_code, 79, "MEMBER_ID_REQUIRED");
             req.member_id = r.member_id.clone();
-            r = handlers::groups::join_group(req, v, &b, "c", "/127.0.0.1").await;
+            r = handlers::groups::join_group(
+                req,
+                v,
+                &b,
+                "c",
+                "/127.0.0.1",
+                &crate::server::authz::Caller::unchecked(),
+            )
+            .await;
         }
         assert_eq!(r.error_code, 0);
         assert_eq!(r.members.len(), 1);
@@ -480,7 +496,13 @@ async fn every_response_encodes_at_every_advertised_version() {
             sr.group_id = group.clone();
             sr.member_id = member.clone();
             sr.generation_id = 1;
-            let resp = handlers::groups::sync_group(sr, sv, &b).await;
+            let resp = handlers::groups::sync_group(
+                sr,
+                sv,
+                &b,
+                &crate::server::authz::Caller::unchecked(),
+            )
+            .await;
             assert_eq!(resp.error_code, 0);
             check(ApiKey::SyncGroup, sv, &resp);
         }
@@ -489,7 +511,9 @@ async fn every_response_encodes_at_every_advertised_version() {
             hr.group_id = group.clone();
             hr.member_id = member.clone();
             hr.generation_id = 1;
-            let resp = handlers::groups::heartbeat(hr, hv, &b).await;
+            let resp =
+                handlers::groups::heartbeat(hr, hv, &b, &crate::server::authz::Caller::unchecked())
+                    .await;
             assert_eq!(resp.error_code, 0);
             check(ApiKey::Heartbeat, hv, &resp);
         }
@@ -505,7 +529,9 @@ async fn every_response_encodes_at_every_advertised_version() {
         p.committed_metadata = Some(s("x"));
         t.partitions = vec![p];
         req.topics = vec![t];
-        let r = handlers::groups::offset_commit(req, v, &b).await;
+        let r =
+            handlers::groups::offset_commit(req, v, &b, &crate::server::authz::Caller::unchecked())
+                .await;
         assert_eq!(r.topics[0].partitions[0].error_code, 0);
         check(ApiKey::OffsetCommit, v, &r);
     }
@@ -517,7 +543,9 @@ async fn every_response_encodes_at_every_advertised_version() {
         g.group_id = GroupId(s("simple"));
         g.topics = None;
         req.groups = vec![g];
-        let r = handlers::groups::offset_fetch(req, v, &b).await;
+        let r =
+            handlers::groups::offset_fetch(req, v, &b, &crate::server::authz::Caller::unchecked())
+                .await;
         let committed = if v >= 8 {
             r.groups[0].topics[0].partitions[0].committed_offset
         } else {
@@ -529,13 +557,25 @@ async fn every_response_encodes_at_every_advertised_version() {
     for v in versions(ApiKey::DescribeGroups) {
         let mut req = DescribeGroupsRequest::default();
         req.groups = vec![GroupId(s("g5")), GroupId(s("missing"))];
-        let r = handlers::groups::describe_groups(req, v, &b).await;
+        let r = handlers::groups::describe_groups(
+            req,
+            v,
+            &b,
+            &crate::server::authz::Caller::unchecked(),
+        )
+        .await;
         assert_eq!(r.groups[0].group_state.as_str(), "Stable");
         assert_eq!(r.groups[1].group_state.as_str(), "Dead");
         check(ApiKey::DescribeGroups, v, &r);
     }
     for v in versions(ApiKey::ListGroups) {
-        let r = handlers::groups::list_groups(ListGroupsRequest::default(), v, &b).await;
+        let r = handlers::groups::list_groups(
+            ListGroupsRequest::default(),
+            v,
+            &b,
+            &crate::server::authz::Caller::unchecked(),
+        )
+        .await;
         assert!(r.groups.len() >= 2);
         check(ApiKey::ListGroups, v, &r);
     }
@@ -546,7 +586,9 @@ async fn every_response_encodes_at_every_advertised_version() {
         t.name = topic.clone();
         t.partitions = vec![offset_delete_request::OffsetDeleteRequestPartition::default()];
         req.topics = vec![t];
-        let r = handlers::groups::offset_delete(req, v, &b).await;
+        let r =
+            handlers::groups::offset_delete(req, v, &b, &crate::server::authz::Caller::unchecked())
+                .await;
         assert_eq!(r.topics[0].partitions[0].error_code, 0);
         check(ApiKey::OffsetDelete, v, &r);
     }
@@ -560,13 +602,16 @@ async fn every_response_encodes_at_every_advertised_version() {
         check(
             ApiKey::LeaveGroup,
             v,
-            &handlers::groups::leave_group(req, v, &b).await,
+            &handlers::groups::leave_group(req, v, &b, &crate::server::authz::Caller::unchecked())
+                .await,
         );
     }
     for v in versions(ApiKey::DeleteGroups) {
         let mut req = DeleteGroupsRequest::default();
         req.groups_names = vec![GroupId(s("g1")), GroupId(s(format!("nope{v}")))];
-        let r = handlers::groups::delete_groups(req, v, &b).await;
+        let r =
+            handlers::groups::delete_groups(req, v, &b, &crate::server::authz::Caller::unchecked())
+                .await;
         assert_eq!(r.results[0].error_code, 68, "NON_EMPTY_GROUP");
         assert_eq!(r.results[1].error_code, 69, "GROUP_ID_NOT_FOUND");
         check(ApiKey::DeleteGroups, v, &r);

@@ -2,6 +2,15 @@
 //! OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups,
 //! DeleteGroups. Wire mapping only; the semantics live in
 //! [`GroupCoordinator`](crate::group::GroupCoordinator).
+//!
+//! With an authorizer, as Kafka: the member APIs and OffsetCommit need READ
+//! on the group (GROUP_AUTHORIZATION_FAILED), OffsetCommit and OffsetDelete
+//! READ on each topic (TOPIC_AUTHORIZATION_FAILED in its partitions),
+//! OffsetFetch and DescribeGroups DESCRIBE on each group and OffsetFetch
+//! on each topic (a request for every topic leaves the others out),
+//! OffsetDelete and DeleteGroups DELETE on the group; ListGroups lists
+//! every group to a caller that may DESCRIBE the cluster, and otherwise
+//! only the groups it may describe.
 
 use std::collections::BTreeMap;
 
@@ -23,9 +32,20 @@ use kafka_protocol::messages::offset_fetch_response::{
 use kafka_protocol::messages::*;
 use kafka_protocol::ResponseError;
 
+use strata_security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
+use strata_security::authorizer::all_operations;
+
 use super::{s, NO_AUTHORIZED_OPERATIONS};
-use crate::group::{CommittedOffset, JoinRequest, OffsetCommit};
+use crate::group::{CommittedOffset, JoinRequest};
+use crate::server::authz::Caller;
 use crate::server::Broker;
+
+const GROUP_DENIED: ResponseError = ResponseError::GroupAuthorizationFailed;
+const TOPIC_DENIED: ResponseError = ResponseError::TopicAuthorizationFailed;
+
+fn may_read_group(caller: &Caller, group: &str) -> bool {
+    caller.may(AclOperation::Read, ResourceType::Group, group)
+}
 
 /// The error a request for `group` gets on a broker that does not
 /// coordinate it (NOT_COORDINATOR, or COORDINATOR_LOAD_IN_PROGRESS while
@@ -40,7 +60,16 @@ pub async fn join_group(
     b: &Broker,
     client_id: &str,
     client_host: &str,
+    caller: &Caller,
 ) -> JoinGroupResponse {
+    if !may_read_group(caller, &req.group_id) {
+        let mut out = JoinGroupResponse::default();
+        out.error_code = GROUP_DENIED.code();
+        out.generation_id = -1;
+        out.member_id = s("");
+        out.protocol_name = (version < 7).then(|| s(""));
+        return out;
+    }
     if let Some(code) = not_coordinator(b, &req.group_id) {
         let mut out = JoinGroupResponse::default();
         out.error_code = code;
@@ -106,7 +135,17 @@ pub async fn join_group(
     out
 }
 
-pub async fn sync_group(req: SyncGroupRequest, version: i16, b: &Broker) -> SyncGroupResponse {
+pub async fn sync_group(
+    req: SyncGroupRequest,
+    version: i16,
+    b: &Broker,
+    caller: &Caller,
+) -> SyncGroupResponse {
+    if !may_read_group(caller, &req.group_id) {
+        let mut out = SyncGroupResponse::default();
+        out.error_code = GROUP_DENIED.code();
+        return out;
+    }
     if let Some(code) = not_coordinator(b, &req.group_id) {
         let mut out = SyncGroupResponse::default();
         // As Kafka: a loading coordinator sends the member to rejoin (the
@@ -143,8 +182,17 @@ pub async fn sync_group(req: SyncGroupRequest, version: i16, b: &Broker) -> Sync
     out
 }
 
-pub async fn heartbeat(req: HeartbeatRequest, _version: i16, b: &Broker) -> HeartbeatResponse {
+pub async fn heartbeat(
+    req: HeartbeatRequest,
+    _version: i16,
+    b: &Broker,
+    caller: &Caller,
+) -> HeartbeatResponse {
     let mut out = HeartbeatResponse::default();
+    if !may_read_group(caller, &req.group_id) {
+        out.error_code = GROUP_DENIED.code();
+        return out;
+    }
     if let Some(code) = not_coordinator(b, &req.group_id) {
         // As Kafka: a heartbeat during the load is accepted (the member
         // keeps its session; the loaded group decides what comes next).
@@ -162,7 +210,17 @@ pub async fn heartbeat(req: HeartbeatRequest, _version: i16, b: &Broker) -> Hear
     out
 }
 
-pub async fn leave_group(req: LeaveGroupRequest, version: i16, b: &Broker) -> LeaveGroupResponse {
+pub async fn leave_group(
+    req: LeaveGroupRequest,
+    version: i16,
+    b: &Broker,
+    caller: &Caller,
+) -> LeaveGroupResponse {
+    if !may_read_group(caller, &req.group_id) {
+        let mut out = LeaveGroupResponse::default();
+        out.error_code = GROUP_DENIED.code();
+        return out;
+    }
     let members: Vec<(String, Option<String>)> = if version >= 3 {
         req.members
             .iter()
@@ -222,27 +280,38 @@ pub async fn offset_commit(
     req: OffsetCommitRequest,
     _version: i16,
     b: &Broker,
+    caller: &Caller,
 ) -> OffsetCommitResponse {
+    // Kafka: a group the caller may not read fails every partition; a
+    // topic it may not read, that topic's partitions (not committed).
+    let group_denied = !may_read_group(caller, &req.group_id);
     let mut commits = Vec::new();
-    let mut shape: Vec<(TopicName, Vec<i32>)> = Vec::new();
+    let mut shape: Vec<(TopicName, Vec<(i32, Option<i16>)>)> = Vec::new();
     for t in req.topics {
+        let refused = if group_denied {
+            Some(GROUP_DENIED.code())
+        } else if !caller.may(AclOperation::Read, ResourceType::Topic, &t.name) {
+            Some(TOPIC_DENIED.code())
+        } else {
+            None
+        };
         let mut parts = Vec::new();
         for p in t.partitions {
-            commits.push(OffsetCommit {
-                topic: t.name.to_string(),
-                partition: p.partition_index,
-                offset: p.committed_offset,
-                leader_epoch: p.committed_leader_epoch,
-                metadata: p
-                    .committed_metadata
-                    .map(|m| m.to_string())
-                    .unwrap_or_default(),
-            });
-            parts.push(p.partition_index);
+            if refused.is_none() {
+                commits.push(super::offset_commit(
+                    &t.name,
+                    p.partition_index,
+                    p.committed_offset,
+                    p.committed_leader_epoch,
+                    p.committed_metadata,
+                ));
+            }
+            parts.push((p.partition_index, refused));
         }
         shape.push((t.name, parts));
     }
     let codes = match not_coordinator(b, &req.group_id) {
+        _ if group_denied => Vec::new(),
         Some(code) => vec![code; commits.len()],
         None => {
             b.groups
@@ -263,10 +332,10 @@ pub async fn offset_commit(
         t.name = name;
         t.partitions = parts
             .into_iter()
-            .map(|p| {
+            .map(|(p, refused)| {
                 let mut r = OffsetCommitResponsePartition::default();
                 r.partition_index = p;
-                r.error_code = codes.next().unwrap_or(0);
+                r.error_code = refused.unwrap_or_else(|| codes.next().unwrap_or(0));
                 r
             })
             .collect();
@@ -287,17 +356,36 @@ pub async fn offset_fetch(
     req: OffsetFetchRequest,
     version: i16,
     b: &Broker,
+    caller: &Caller,
 ) -> OffsetFetchResponse {
+    let may_describe_group = |g: &str| caller.may(AclOperation::Describe, ResourceType::Group, g);
+    let may_describe_topic = |t: &str| caller.may(AclOperation::Describe, ResourceType::Topic, t);
     let mut out = OffsetFetchResponse::default();
     if version >= 8 {
         for g in req.groups {
-            let wanted = g.topics.map(|ts| {
-                ts.into_iter()
-                    .map(|t| (t.name.to_string(), t.partition_indexes))
-                    .collect()
-            });
             let mut group = OffsetFetchResponseGroup::default();
             group.group_id = g.group_id.clone();
+            if !may_describe_group(&g.group_id) {
+                group.error_code = GROUP_DENIED.code();
+                out.groups.push(group);
+                continue;
+            }
+            // Named topics the caller may not describe are refused, not
+            // asked; with every topic asked for, they are left out.
+            let mut refused = Vec::new();
+            let wanted = g.topics.map(|ts| {
+                ts.into_iter()
+                    .filter_map(|t| {
+                        if may_describe_topic(&t.name) {
+                            Some((t.name.to_string(), t.partition_indexes))
+                        } else {
+                            refused.push((t.name, t.partition_indexes));
+                            None
+                        }
+                    })
+                    .collect()
+            });
+            let every_topic = wanted.is_none();
             let fetched = match b.groups.fetch_checked(&g.group_id, wanted) {
                 Ok(f) => f,
                 Err(e) => {
@@ -307,6 +395,9 @@ pub async fn offset_fetch(
                 }
             };
             for (topic, offsets) in by_topic(fetched) {
+                if every_topic && !may_describe_topic(&topic) {
+                    continue;
+                }
                 let mut t = OffsetFetchResponseTopics::default();
                 t.name = TopicName(s(topic.clone()));
                 t.partitions = offsets
@@ -328,40 +419,52 @@ pub async fn offset_fetch(
                     .collect();
                 group.topics.push(t);
             }
+            for (name, parts) in refused {
+                let mut t = OffsetFetchResponseTopics::default();
+                t.name = name;
+                t.partitions = parts
+                    .into_iter()
+                    .map(|index| {
+                        let mut p = OffsetFetchResponsePartitions::default();
+                        p.partition_index = index;
+                        p.committed_offset = -1;
+                        p.committed_leader_epoch = -1;
+                        p.error_code = TOPIC_DENIED.code();
+                        p
+                    })
+                    .collect();
+                group.topics.push(t);
+            }
             out.groups.push(group);
         }
         return out;
     }
+    if !may_describe_group(&req.group_id) {
+        return group_error(GROUP_DENIED.code(), req.topics);
+    }
+    let mut refused = Vec::new();
     let wanted = req.topics.as_ref().map(|ts| {
         ts.iter()
-            .map(|t| (t.name.to_string(), t.partition_indexes.clone()))
+            .filter_map(|t| {
+                if may_describe_topic(&t.name) {
+                    Some((t.name.to_string(), t.partition_indexes.clone()))
+                } else {
+                    refused.push((t.name.clone(), t.partition_indexes.clone()));
+                    None
+                }
+            })
             .collect()
     });
+    let every_topic = wanted.is_none();
     let fetched = b.groups.fetch_checked(&req.group_id, wanted);
-    if let Err(e) = fetched {
-        // v2+ carry the group's error; v0-1 only a code per partition.
-        let code = e.code();
-        out.error_code = code;
-        for t in req.topics.unwrap_or_default() {
-            let mut rt = OffsetFetchResponseTopic::default();
-            rt.partitions = t
-                .partition_indexes
-                .iter()
-                .map(|p| {
-                    let mut rp = OffsetFetchResponsePartition::default();
-                    rp.partition_index = *p;
-                    rp.committed_offset = -1;
-                    rp.committed_leader_epoch = -1;
-                    rp.error_code = code;
-                    rp
-                })
-                .collect();
-            rt.name = t.name;
-            out.topics.push(rt);
+    let fetched = match fetched {
+        Ok(f) => f,
+        Err(e) => return group_error(e.code(), req.topics),
+    };
+    for (topic, offsets) in by_topic(fetched) {
+        if every_topic && !may_describe_topic(&topic) {
+            continue;
         }
-        return out;
-    }
-    for (topic, offsets) in by_topic(fetched.unwrap_or_default()) {
         let mut t = OffsetFetchResponseTopic::default();
         t.name = TopicName(s(topic.clone()));
         t.partitions = offsets
@@ -387,7 +490,45 @@ pub async fn offset_fetch(
             .collect();
         out.topics.push(t);
     }
+    for (name, parts) in refused {
+        out.topics
+            .push(partitions_with(name, &parts, TOPIC_DENIED.code()));
+    }
     out
+}
+
+/// OffsetFetch before v8 for a group that failed: the error at the top
+/// (v2+) and in each requested partition (v0-1 have only those).
+fn group_error(
+    code: i16,
+    topics: Option<Vec<kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic>>,
+) -> OffsetFetchResponse {
+    let mut out = OffsetFetchResponse::default();
+    out.error_code = code;
+    for t in topics.unwrap_or_default() {
+        out.topics
+            .push(partitions_with(t.name, &t.partition_indexes, code));
+    }
+    out
+}
+
+/// A topic of an OffsetFetch answer (before v8) whose partitions all carry
+/// `code`, offset -1.
+fn partitions_with(name: TopicName, partitions: &[i32], code: i16) -> OffsetFetchResponseTopic {
+    let mut rt = OffsetFetchResponseTopic::default();
+    rt.partitions = partitions
+        .iter()
+        .map(|p| {
+            let mut rp = OffsetFetchResponsePartition::default();
+            rp.partition_index = *p;
+            rp.committed_offset = -1;
+            rp.committed_leader_epoch = -1;
+            rp.error_code = code;
+            rp
+        })
+        .collect();
+    rt.name = name;
+    rt
 }
 
 /// OffsetFetch with `require_stable`: an offset an open transaction has
@@ -400,17 +541,30 @@ pub async fn offset_delete(
     req: OffsetDeleteRequest,
     _version: i16,
     b: &Broker,
+    caller: &Caller,
 ) -> OffsetDeleteResponse {
+    let mut out = OffsetDeleteResponse::default();
+    if !caller.may(AclOperation::Delete, ResourceType::Group, &req.group_id) {
+        out.error_code = GROUP_DENIED.code();
+        return out;
+    }
+    // Kafka: READ (not DELETE) on each topic; a refused one is not asked.
+    let readable: Vec<bool> = req
+        .topics
+        .iter()
+        .map(|t| caller.may(AclOperation::Read, ResourceType::Topic, &t.name))
+        .collect();
     let parts: Vec<(String, i32)> = req
         .topics
         .iter()
-        .flat_map(|t| {
+        .zip(&readable)
+        .filter(|(_, ok)| **ok)
+        .flat_map(|(t, _)| {
             t.partitions
                 .iter()
                 .map(move |p| (t.name.to_string(), p.partition_index))
         })
         .collect();
-    let mut out = OffsetDeleteResponse::default();
     if let Some(code) = not_coordinator(b, &req.group_id) {
         out.error_code = code;
         return out;
@@ -419,7 +573,7 @@ pub async fn offset_delete(
         Err(code) => out.error_code = code,
         Ok(codes) => {
             let mut codes = codes.into_iter();
-            for t in req.topics {
+            for (t, ok) in req.topics.into_iter().zip(readable) {
                 let mut rt = OffsetDeleteResponseTopic::default();
                 rt.name = t.name;
                 rt.partitions = t
@@ -428,7 +582,11 @@ pub async fn offset_delete(
                     .map(|p| {
                         let mut rp = OffsetDeleteResponsePartition::default();
                         rp.partition_index = p.partition_index;
-                        rp.error_code = codes.next().unwrap_or(0);
+                        rp.error_code = if ok {
+                            codes.next().unwrap_or(0)
+                        } else {
+                            TOPIC_DENIED.code()
+                        };
                         rp
                     })
                     .collect();
@@ -443,10 +601,18 @@ pub async fn describe_groups(
     req: DescribeGroupsRequest,
     version: i16,
     b: &Broker,
+    caller: &Caller,
 ) -> DescribeGroupsResponse {
     let mut out = DescribeGroupsResponse::default();
     for id in req.groups {
         let mut g = DescribedGroup::default();
+        if !caller.may(AclOperation::Describe, ResourceType::Group, &id) {
+            g.error_code = GROUP_DENIED.code();
+            g.group_id = id;
+            g.authorized_operations = NO_AUTHORIZED_OPERATIONS;
+            out.groups.push(g);
+            continue;
+        }
         let d = match b.groups.describe_checked(&id) {
             Ok(d) => d,
             Err(_) if id.is_empty() => b.groups.describe(&id),
@@ -466,11 +632,20 @@ pub async fn describe_groups(
             g.error_code = ResponseError::GroupIdNotFound.code();
             g.error_message = Some(s(format!("Group {} not found.", id.0)));
         }
+        // KIP-430 (v3+): asked for, on a group answered without error.
+        g.authorized_operations = if req.include_authorized_operations && g.error_code == 0 {
+            caller.operations(
+                ResourceType::Group,
+                &id,
+                all_operations(ResourceType::Group),
+            )
+        } else {
+            NO_AUTHORIZED_OPERATIONS
+        };
         g.group_id = id;
         g.group_state = s(d.state);
         g.protocol_type = s(d.protocol_type);
         g.protocol_data = s(d.protocol);
-        g.authorized_operations = NO_AUTHORIZED_OPERATIONS;
         g.members = d
             .members
             .into_iter()
@@ -492,7 +667,16 @@ pub async fn describe_groups(
     out
 }
 
-pub async fn list_groups(req: ListGroupsRequest, version: i16, b: &Broker) -> ListGroupsResponse {
+pub async fn list_groups(
+    req: ListGroupsRequest,
+    version: i16,
+    b: &Broker,
+    caller: &Caller,
+) -> ListGroupsResponse {
+    // Kafka: DESCRIBE on the cluster lists every group; otherwise the
+    // groups the caller may describe, the others left out silently.
+    let every_group =
+        caller.may_quietly(AclOperation::Describe, ResourceType::Cluster, CLUSTER_NAME);
     let states: Vec<String> = req
         .states_filter
         .iter()
@@ -506,6 +690,9 @@ pub async fn list_groups(req: ListGroupsRequest, version: i16, b: &Broker) -> Li
     let mut out = ListGroupsResponse::default();
     for (id, protocol_type, state) in b.groups.list_typed("") {
         if !states.is_empty() && !states.contains(&state.to_ascii_lowercase()) {
+            continue;
+        }
+        if !every_group && !caller.may_quietly(AclOperation::Describe, ResourceType::Group, &id) {
             continue;
         }
         // Every group here is a classic group.
@@ -530,13 +717,18 @@ pub async fn delete_groups(
     req: DeleteGroupsRequest,
     _version: i16,
     b: &Broker,
+    caller: &Caller,
 ) -> DeleteGroupsResponse {
     let mut out = DeleteGroupsResponse::default();
     for id in req.groups_names {
         let mut r = DeletableGroupResult::default();
-        r.error_code = match not_coordinator(b, &id) {
-            Some(code) => code,
-            None => b.groups.delete_group(&id).await,
+        r.error_code = if !caller.may(AclOperation::Delete, ResourceType::Group, &id) {
+            GROUP_DENIED.code()
+        } else {
+            match not_coordinator(b, &id) {
+                Some(code) => code,
+                None => b.groups.delete_group(&id).await,
+            }
         };
         r.group_id = id;
         out.results.push(r);

@@ -28,6 +28,24 @@ pub(crate) fn s(v: impl Into<String>) -> StrBytes {
     StrBytes::from_string(v.into())
 }
 
+/// One partition's offset commit, from OffsetCommit's or TxnOffsetCommit's
+/// fields (a missing metadata string is an empty one).
+pub(crate) fn offset_commit(
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    leader_epoch: i32,
+    metadata: Option<StrBytes>,
+) -> crate::group::OffsetCommit {
+    crate::group::OffsetCommit {
+        topic: topic.to_string(),
+        partition,
+        offset,
+        leader_epoch,
+        metadata: metadata.map(|m| m.to_string()).unwrap_or_default(),
+    }
+}
+
 /// Kafka's "authorized operations not requested" sentinel.
 pub(crate) const NO_AUTHORIZED_OPERATIONS: i32 = i32::MIN;
 

@@ -21,7 +21,6 @@ use kafka_protocol::ResponseError;
 
 use super::s;
 use crate::group::txn_offsets::TxnOffsetCommitRequest as TxnCommit;
-use crate::group::OffsetCommit;
 use crate::server::Broker;
 use crate::txn::{TxnError, TxnState};
 
@@ -209,16 +208,13 @@ pub async fn txn_offset_commit(
             t.partitions.iter().map(|p| p.partition_index).collect(),
         ));
         for p in t.partitions {
-            offsets.push(OffsetCommit {
-                topic: name.clone(),
-                partition: p.partition_index,
-                offset: p.committed_offset,
-                leader_epoch: p.committed_leader_epoch,
-                metadata: p
-                    .committed_metadata
-                    .map(|m| m.to_string())
-                    .unwrap_or_default(),
-            });
+            offsets.push(super::offset_commit(
+                &name,
+                p.partition_index,
+                p.committed_offset,
+                p.committed_leader_epoch,
+                p.committed_metadata,
+            ));
         }
     }
     // The producer must be the id's current one, in an open transaction

@@ -114,7 +114,7 @@ pub async fn handle(
         },
         ApiKey::Fetch => fetch_v0_3::handle(version, body)?,
         ApiKey::ListOffsets => list_offsets_v0::handle(body, b, caller)?,
-        ApiKey::OffsetCommit => offset_commit_v0_1::handle(version, body, b).await?,
+        ApiKey::OffsetCommit => offset_commit_v0_1::handle(version, body, b, caller).await?,
         ApiKey::OffsetFetch => offset_fetch_v0::handle(body)?,
         ApiKey::OffsetForLeaderEpoch => offset_for_leader_epoch_v0_1::handle(version, body, b)?,
         ApiKey::CreateTopics => {

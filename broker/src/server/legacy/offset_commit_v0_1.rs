@@ -21,7 +21,12 @@ struct Partition {
     metadata: Option<String>,
 }
 
-pub async fn handle(version: i16, body: &[u8], b: &Broker) -> Result<Writer, LegacyDecodeError> {
+pub async fn handle(
+    version: i16,
+    body: &[u8],
+    b: &Broker,
+    caller: &crate::server::authz::Caller,
+) -> Result<Writer, LegacyDecodeError> {
     let mut r = Reader::new(body);
     let group = r.string("GroupId")?;
     let (generation, member) = if version >= 1 {
@@ -79,7 +84,7 @@ pub async fn handle(version: i16, body: &[u8], b: &Broker) -> Result<Writer, Leg
                 t
             })
             .collect();
-        let resp = handlers::groups::offset_commit(req, 2, b).await;
+        let resp = handlers::groups::offset_commit(req, 2, b, caller).await;
         resp.topics
             .into_iter()
             .map(|t| {
